@@ -1,0 +1,1 @@
+"""Data: the generated image-caption world, its evaluation tasks and tokenizer."""

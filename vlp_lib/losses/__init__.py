@@ -1,0 +1,1 @@
+"""One module per paper objective; docstrings cite the paper's equations."""

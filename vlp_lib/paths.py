@@ -1,0 +1,29 @@
+"""Where the library keeps things on disk (all overridable by environment variables)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    """Generated worlds, teacher embeddings: recomputable, large. ``VLP_CACHE_DIR`` overrides."""
+    path = Path(os.environ.get("VLP_CACHE_DIR", REPO_ROOT / ".cache"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def results_dir() -> Path:
+    """The results store (one JSON record per run). ``VLP_RESULTS_DIR`` overrides."""
+    path = Path(os.environ.get("VLP_RESULTS_DIR", REPO_ROOT / "results"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def checkpoint_dir() -> Path:
+    """Training checkpoints for resume. ``VLP_CHECKPOINT_DIR`` overrides."""
+    path = Path(os.environ.get("VLP_CHECKPOINT_DIR", REPO_ROOT / "checkpoints"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
