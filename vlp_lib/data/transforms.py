@@ -62,3 +62,21 @@ def random_resized_crop(
     theta[:, 1, 2] = cy
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
+
+
+# Training augmentations by name. "none" is what ProtoCLIP (Table XI) calls "No Augmentation":
+# resize and crop with a random scale between 90% and 100%. "off" feeds the images unchanged.
+AUGMENTATIONS: dict[str, dict] = {
+    "off": {},
+    "none": {"scale": (0.9, 1.0)},
+}
+
+
+def augment(x: torch.Tensor, name: str, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Apply the named augmentation (``AUGMENTATIONS``) to a normalised batch ``[N, 3, H, W]``."""
+    if name not in AUGMENTATIONS:
+        raise ValueError(f"augmentation must be one of {sorted(AUGMENTATIONS)}, got {name!r}")
+    spec = AUGMENTATIONS[name]
+    if not spec:
+        return x
+    return random_resized_crop(x, scale=spec["scale"], flip_p=spec.get("flip_p", 0.0), generator=generator)

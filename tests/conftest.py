@@ -1,0 +1,32 @@
+import os
+
+import numpy as np
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path_factory, monkeypatch):
+    """Every test writes results/checkpoints to temp dirs; the world cache is shared per session
+    (generation is deterministic, so sharing only saves time)."""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("VLP_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path_factory.mktemp("results")))
+    monkeypatch.setenv("VLP_CHECKPOINT_DIR", str(tmp_path_factory.mktemp("checkpoints")))
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    yield
+
+
+@pytest.fixture
+def synthetic_pairs():
+    """64 random 32 px image / token pairs: enough to exercise the loop, nothing to learn."""
+    from vlp_lib.data.paired import PairedData
+
+    rng = np.random.default_rng(0)
+    n, ctx, vocab = 64, 8, 40
+    images = rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
+    tokens = torch.zeros(n, ctx, dtype=torch.long)
+    tokens[:, 0] = 2
+    tokens[:, 1:5] = torch.from_numpy(rng.integers(3, vocab - 1, size=(n, 4)))
+    tokens[:, 5] = vocab - 1
+    return PairedData(images=images, captions=[f"caption {i}" for i in range(n)], tokens=tokens), vocab, ctx

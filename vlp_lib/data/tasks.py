@@ -1,0 +1,203 @@
+"""Fixed evaluation tasks of the generated world, standing in for the papers' benchmarks.
+
+Each task is a spec (a dict: what it measures, which real data set it stands in for, label, class names,
+prompt templates, generation knobs, image size, seeds) and ``load_task`` renders it through
+``vlp_lib.data.world.generate`` (so it is cached). Task seeds are fixed constants >= ``TASK_SEED_BASE``
+(10**9), distinct per task and split: a training world generated with a smaller seed, the train split
+and the test split never share an image.
+
+``load_retrieval`` builds the MS-COCO stand-in: images with five clean paraphrased captions each.
+The class-only labelled view (ImageNet-21K stand-in for iCLIP) is the shape label plus
+``vocab.DEFINITIONS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vlp_lib.config import check_positive_int, scale_defaults
+from vlp_lib.data import vocab, world
+
+TASK_SEED_BASE = 10**9
+SPLITS = ("train", "test")
+
+# Ten shapes in five look-alike pairs: the CIFAR-10 / STL-10 stand-ins are hard where it is interesting.
+SHAPES10 = ["square", "rectangle", "circle", "ellipse", "star", "hexagram", "triangle", "arrowhead", "cross",
+            "letter t"]
+# Twenty shapes whose filled area shows colour well (the thin line figures are left out).
+SHAPES20 = [s for s in vocab.SHAPES if vocab.SHAPE_SUPERCLASS[s] != "line figure"]
+
+_SINGLE = dict(min_objects=1, max_objects=1)
+
+TASKS: dict[str, dict[str, Any]] = {
+    "shapes10": dict(
+        description="10 shapes in 5 look-alike pairs, one object per image",
+        stands_in_for="CIFAR-10",
+        label="shape",
+        classnames=list(SHAPES10),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(_SINGLE, shapes=SHAPES10),
+        image_size=32,
+    ),
+    "shapes_colours": dict(
+        description="20 shapes x 5 colour families = 100 classes, one object per image",
+        stands_in_for="CIFAR-100",
+        label="shape_colour",
+        classnames=[f"{c} {s}" for s in SHAPES20 for c in vocab.COLOUR_FAMILIES],
+        templates=vocab.PROMPT_TEMPLATES["shape_colour"],
+        knobs=dict(_SINGLE, shapes=SHAPES20, colours=vocab.COLOUR_FAMILIES),
+        image_size=32,
+    ),
+    "clutter10": dict(
+        description="the 10 shapes of shapes10 at 64 px, 1-3 objects on cluttered backgrounds; "
+                    "label = the primary (largest) object's shape",
+        stands_in_for="STL-10",
+        label="shape",
+        classnames=list(SHAPES10),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(min_objects=1, max_objects=3, shapes=SHAPES10, clutter=0.4),
+        image_size=64,
+    ),
+    "background": dict(
+        description="background texture (8 classes), 1-3 objects",
+        stands_in_for="DTD (texture)",
+        label="background",
+        classnames=list(vocab.BACKGROUNDS),
+        templates=vocab.PROMPT_TEMPLATES["background"],
+        knobs=dict(),
+        image_size=32,
+    ),
+    "count": dict(
+        description="number of objects (1-3)",
+        stands_in_for="CLEVR counts",
+        label="count",
+        classnames=[f"{w} shape" if w == "one" else f"{w} shapes" for w in vocab.COUNT_WORDS],
+        templates=vocab.PROMPT_TEMPLATES["count"],
+        knobs=dict(),
+        image_size=32,
+    ),
+    "colour": dict(
+        description="colour of the single object (12 classes)",
+        stands_in_for="colour probing (no single paper benchmark)",
+        label="colour",
+        classnames=list(vocab.COLOURS),
+        templates=vocab.PROMPT_TEMPLATES["colour"],
+        knobs=dict(_SINGLE),
+        image_size=32,
+    ),
+    "superclass": dict(
+        description="superclass of the single object (6 classes), all 24 shapes",
+        stands_in_for="CIFAR-100 coarse labels",
+        label="superclass",
+        classnames=list(vocab.SUPERCLASSES),
+        templates=vocab.PROMPT_TEMPLATES["superclass"],
+        knobs=dict(_SINGLE),
+        image_size=32,
+    ),
+}
+# Fixed seeds: task k uses TASK_SEED_BASE + 100 * k (train) and + 1 (test); retrieval uses its own.
+for _k, _spec in enumerate(TASKS.values()):
+    _spec["seeds"] = dict(train=TASK_SEED_BASE + 100 * _k, test=TASK_SEED_BASE + 100 * _k + 1)
+RETRIEVAL_SEED = TASK_SEED_BASE + 99_000
+# Retrieval: clean captions (no mismatch, junk or omission); 1-3 objects so captions differ in detail.
+RETRIEVAL_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.0)
+
+
+@dataclass
+class Task:
+    """A labelled evaluation split: images, int labels into ``classnames``, zero-shot ``templates``."""
+
+    name: str
+    split: str
+    images: np.ndarray  # uint8 [n, H, W, 3]
+    labels: np.ndarray  # int64 [n] in [0, len(classnames))
+    classnames: list[str]
+    templates: list[str]
+    stands_in_for: str
+    description: str = ""
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass
+class RetrievalSet:
+    """Images with ``captions_per_image`` captions each: caption ``k`` describes image ``text_image_index[k]``."""
+
+    images: np.ndarray  # uint8 [n, H, W, 3]
+    captions: list[str]  # n * captions_per_image, image i's at [i * c, (i + 1) * c)
+    text_image_index: np.ndarray  # int64 [n * captions_per_image]
+    summaries: list[str]  # one clean clause per image (every object, canonical words)
+    captions_per_image: int = 5
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+
+def task_names() -> list[str]:
+    return list(TASKS)
+
+
+def _labels(spec: dict[str, Any], w: world.World) -> np.ndarray:
+    """Task labels from the world's labels (global ids -> positions in the task's class list)."""
+    kind = spec["label"]
+    if kind == "shape":
+        lut = np.full(len(vocab.SHAPES), -1, np.int64)
+        lut[[vocab.SHAPES.index(s) for s in spec["classnames"]]] = np.arange(len(spec["classnames"]))
+        return lut[w.labels["shape"]]
+    if kind == "shape_colour":
+        shapes, colours = spec["knobs"]["shapes"], spec["knobs"]["colours"]
+        s = np.full(len(vocab.SHAPES), -1, np.int64)
+        s[[vocab.SHAPES.index(x) for x in shapes]] = np.arange(len(shapes))
+        c = np.full(len(vocab.COLOURS), -1, np.int64)
+        c[[vocab.COLOURS.index(x) for x in colours]] = np.arange(len(colours))
+        return s[w.labels["shape"]] * len(colours) + c[w.labels["colour"]]
+    if kind == "count":
+        return w.labels["count"] - 1
+    return w.labels[kind].astype(np.int64)  # background, colour, superclass: global ids are class ids
+
+
+def load_task(name: str, split: str, n: int | None = None, scale: str = "laptop") -> Task:
+    """Split ``split`` ("train" | "test") of task ``name`` with ``n`` images (default from ``scale``:
+    ``task_train`` / ``task_test``). ``ValueError`` naming the parameter for a bad name, split, n or scale."""
+    if name not in TASKS:
+        raise ValueError(f"name must be one of {list(TASKS)}, got {name!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+    defaults = scale_defaults(scale)
+    n = check_positive_int("n", defaults[f"task_{split}"] if n is None else n)
+    spec = TASKS[name]
+    w = world.generate(n, spec["seeds"][split], spec["image_size"], **spec["knobs"])
+    labels = _labels(spec, w)
+    assert labels.min() >= 0 and labels.max() < len(spec["classnames"]), name
+    return Task(
+        name=name, split=split, images=w.images, labels=labels, classnames=list(spec["classnames"]),
+        templates=list(spec["templates"]), stands_in_for=spec["stands_in_for"], description=spec["description"],
+    )
+
+
+def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, scale: str = "laptop") -> RetrievalSet:
+    """The MS-COCO stand-in: ``n_images`` (default ``retrieval_images`` of ``scale``) 32 px images with
+    ``captions_per_image`` clean captions each, from distinct templates (different paraphrases of the
+    true content: every object named, colour synonyms, sizes, positions and relations vary)."""
+    defaults = scale_defaults(scale)
+    n = check_positive_int("n_images", defaults["retrieval_images"] if n_images is None else n_images)
+    k = check_positive_int("captions_per_image", captions_per_image)
+    if k > len(vocab.CAPTION_TEMPLATES):
+        raise ValueError(f"captions_per_image must be <= {len(vocab.CAPTION_TEMPLATES)}, got {k}")
+    w = world.generate(n, RETRIEVAL_SEED, 32, **RETRIEVAL_KNOBS)
+    captions = [c for i in range(n) for c in world.paraphrases(RETRIEVAL_SEED, i, w.knobs, k)]
+    return RetrievalSet(
+        images=w.images, captions=captions, text_image_index=np.repeat(np.arange(n, dtype=np.int64), k),
+        summaries=list(w.summaries), captions_per_image=k,
+    )
+
+
+def task_words() -> set[str]:
+    """Every word of every task's class names and prompt templates (a test checks the tokenizer knows them)."""
+    texts = [c for spec in TASKS.values() for c in spec["classnames"]]
+    texts += [t.replace("{}", " ") for spec in TASKS.values() for t in spec["templates"]]
+    return {w for t in texts for w in vocab.words(t)}

@@ -1,0 +1,565 @@
+"""Downstream evaluation of image-text models: the protocols of ProtoCLIP Appendix C.
+
+Every metric the book reports comes from here (ProtoCLIP Sec. IV "C. Evaluation Metrics"):
+
+- zero-shot classification with CLIP's prompt ensemble (C.1; Tables III, VI);
+- linear probing with scikit-learn's L-BFGS logistic regression, 1,000 iterations (C.2; Table VII);
+- DINO's weighted k-NN classifier with k = 20 (C.3; Table VII);
+- image-text retrieval recall@{1,5,10} and their mean (C.4; Table VIII);
+- K-Means clustering scored by ARI / AMI (Sec. IV-G3; Table XII);
+- the modality gap of Liang et al. [6] (ProtoCLIP Sec. I);
+- chance levels, so that every number in the book can be read against what a random guess gets.
+
+Features and labels may be numpy arrays or torch tensors everywhere. Features passed in are
+*unnormalised*; each metric normalises where its protocol says so (zero-shot, k-NN, retrieval,
+clustering, modality gap) and not where it does not (linear probe: "representations before
+normalization", C.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import faiss
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.cluster import kmeans_plusplus
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from vlp_lib.data.transforms import to_model_input
+
+ArrayLike = Any  # numpy array, numpy memmap or torch tensor
+
+# C grid of the linear probe: log-spaced like CLIP's sweep (1e-6..1e6 there), narrowed to seven values so
+# that a 5,000 x 128 probe with 100 classes stays within seconds on 2 CPU cores.
+DEFAULT_CS = tuple(float(c) for c in np.logspace(-3, 3, 7))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# input handling
+
+
+def _feats(x: ArrayLike, name: str) -> torch.Tensor:
+    """``x`` as a float32 CPU tensor ``[N, D]``; ``ValueError`` naming ``name`` otherwise."""
+    t = x.detach() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    if t.ndim != 2:
+        raise ValueError(f"{name} must be 2-D [N, D], got shape {tuple(t.shape)}")
+    return t.to(device="cpu", dtype=torch.float32)
+
+
+def _labels(y: ArrayLike, name: str) -> np.ndarray:
+    """``y`` as a 1-D int64 numpy array; ``ValueError`` naming ``name`` otherwise."""
+    a = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D [N], got shape {a.shape}")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        if not np.all(np.equal(np.mod(a, 1), 0)):
+            raise ValueError(f"{name} must hold integer class ids, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def _check_len(n: int, other: int, name: str, against: str) -> None:
+    if n != other:
+        raise ValueError(f"{name} has {other} rows but {against} has {n}")
+
+
+def _check_dim(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"{name_b} has dimension {b.shape[1]} but {name_a} has {a.shape[1]}")
+
+
+def _model_device(model: torch.nn.Module, device: str | torch.device | None) -> torch.device:
+    if device is not None:
+        return torch.device(device)
+    # a model without parameters (a test double) runs on the CPU
+    param = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
+    return param.device if param is not None else torch.device("cpu")
+
+
+def _square_size(image_size: int | Sequence[int] | None) -> int | None:
+    """open_clip stores ``visual.image_size`` as an int or an ``(H, W)`` tuple; the pipeline is square."""
+    if image_size is None or isinstance(image_size, int):
+        return image_size
+    sizes = tuple(int(s) for s in image_size)
+    if len(set(sizes)) != 1:
+        raise ValueError(f"model.visual.image_size must be square, got {sizes}")
+    return sizes[0]
+
+
+class _eval_mode:
+    """Put a model in eval mode for a block and give it back in the mode it was in."""
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.was_training = getattr(model, "training", False)
+
+    def __enter__(self):
+        if hasattr(self.model, "eval"):
+            self.model.eval()
+
+    def __exit__(self, *exc):
+        if hasattr(self.model, "train"):
+            self.model.train(self.was_training)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# encoding
+
+
+def encode_images(
+    model: torch.nn.Module,
+    images: ArrayLike,
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+    normalize: bool = False,
+) -> torch.Tensor:
+    """Image features ``[N, D]`` (float32, CPU) of uint8 images ``[N, H, W, 3]``.
+
+    Images are converted batch by batch (``to_model_input`` at ``model.visual.image_size``), so a
+    memmapped evaluation set is never loaded whole. The features are unnormalised unless
+    ``normalize``: linear probing uses them before normalisation (ProtoCLIP Sec. IV-C.2).
+    """
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    dev = _model_device(model, device)
+    size = _square_size(getattr(getattr(model, "visual", None), "image_size", None))
+    out = []
+    with _eval_mode(model), torch.no_grad():
+        for start in range(0, len(images), batch_size):
+            x = to_model_input(np.asarray(images[start : start + batch_size]), image_size=size)
+            out.append(model.encode_image(x.to(dev)).float().cpu())
+    if not out:
+        raise ValueError("images is empty")
+    feats = torch.cat(out)
+    return F.normalize(feats, dim=-1) if normalize else feats
+
+
+def encode_texts(
+    model: torch.nn.Module,
+    tokenizer: Callable[[list[str]], torch.Tensor],
+    texts: Sequence[str],
+    batch_size: int = 512,
+    device: str | torch.device | None = None,
+    normalize: bool = False,
+) -> torch.Tensor:
+    """Text features ``[N, D]`` (float32, CPU): ``tokenizer(list_of_str) -> [B, ctx]``, then ``model.encode_text``."""
+    if isinstance(texts, str):
+        raise ValueError("texts must be a sequence of strings, not a single string")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    texts = list(texts)
+    if not texts:
+        raise ValueError("texts is empty")
+    dev = _model_device(model, device)
+    out = []
+    with _eval_mode(model), torch.no_grad():
+        for start in range(0, len(texts), batch_size):
+            tokens = tokenizer(texts[start : start + batch_size])
+            out.append(model.encode_text(tokens.to(dev)).float().cpu())
+    feats = torch.cat(out)
+    return F.normalize(feats, dim=-1) if normalize else feats
+
+
+# --------------------------------------------------------------------------------------------------------------
+# zero-shot classification (ProtoCLIP Sec. IV-C.1, Tables III and VI)
+
+
+def _fill(template: str | Callable[[str], str], classname: str) -> str:
+    # open_clip's templates are lambdas, CLIP's notebooks use "a photo of a {}." strings: take both
+    return template(classname) if callable(template) else template.format(classname)
+
+
+def zero_shot_classifier(
+    model: torch.nn.Module,
+    tokenizer: Callable[[list[str]], torch.Tensor],
+    classnames: Sequence[str],
+    templates: Sequence[str | Callable[[str], str]],
+    batch_size: int = 512,
+    device: str | torch.device | None = None,
+) -> torch.Tensor:
+    """Class weights ``[D, C]`` by CLIP's prompt ensemble (Radford et al. 2021, Sec. 3.1.4).
+
+    For each class every template is filled in and encoded, each embedding is L2-normalised, the
+    embeddings are averaged and the mean is renormalised (as open_clip's ``build_zero_shot_classifier``).
+    ProtoCLIP uses CLIP's class names and templates (Sec. IV-C.1).
+    """
+    classnames, templates = list(classnames), list(templates)
+    if not classnames:
+        raise ValueError("classnames is empty")
+    if not templates:
+        raise ValueError("templates is empty")
+    texts = [_fill(t, c) for c in classnames for t in templates]
+    emb = encode_texts(model, tokenizer, texts, batch_size=batch_size, device=device, normalize=True)
+    emb = emb.view(len(classnames), len(templates), -1).mean(dim=1)
+    return F.normalize(emb, dim=-1).T.contiguous()
+
+
+def zero_shot_accuracy(
+    model: torch.nn.Module,
+    tokenizer: Callable[[list[str]], torch.Tensor],
+    images: ArrayLike,
+    labels: ArrayLike,
+    classnames: Sequence[str],
+    templates: Sequence[str | Callable[[str], str]],
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+) -> dict[str, float]:
+    """Zero-shot ``top1`` / ``top5`` accuracy (fractions) of uint8 images ``[N, H, W, 3]`` with ``labels``.
+
+    Normalised image features against the prompt-ensemble classifier (ProtoCLIP Sec. IV-C.1: "L2-normalized
+    representations"); top-5 is top-``min(5, C)`` so that it is defined for tasks with fewer than 5 classes.
+    """
+    y = _labels(labels, "labels")
+    _check_len(len(images), len(y), "labels", "images")
+    if y.size and (y.min() < 0 or y.max() >= len(classnames)):
+        raise ValueError(f"labels must lie in [0, {len(classnames)}), got range [{y.min()}, {y.max()}]")
+    weights = zero_shot_classifier(model, tokenizer, classnames, templates, device=device)
+    feats = encode_images(model, images, batch_size=batch_size, device=device, normalize=True)
+    logits = feats @ weights
+    return _topk_accuracy(logits, torch.as_tensor(y), ks=(1, 5))
+
+
+def _topk_accuracy(logits: torch.Tensor, target: torch.Tensor, ks: Iterable[int]) -> dict[str, float]:
+    n_classes = logits.shape[1]
+    ks = tuple(ks)
+    pred = logits.topk(min(max(ks), n_classes), dim=1).indices
+    correct = pred == target.view(-1, 1)
+    return {f"top{k}": correct[:, : min(k, n_classes)].any(dim=1).double().mean().item() for k in ks}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# linear probe (ProtoCLIP Sec. IV-C.2, Table VII)
+
+
+def _val_split(n: int, y: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.arange(n)
+    _, counts = np.unique(y, return_counts=True)
+    n_val = int(np.ceil(val_fraction * n))
+    # stratify when every class can give a sample to each side; otherwise fall back to a plain random split
+    stratify = y if counts.min() >= 2 and len(counts) <= n_val <= n - len(counts) else None
+    return train_test_split(idx, test_size=val_fraction, random_state=seed, stratify=stratify)
+
+
+def _fit_logreg(x: np.ndarray, y: np.ndarray, C: float, max_iter: int, seed: int) -> LogisticRegression:
+    clf = LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter, random_state=seed)
+    # The probe's matrix products are small (N x D x C); with one BLAS thread they are as fast on an idle
+    # machine and ~10x faster on a busy one, where OpenBLAS's worker threads spin waiting for a free core.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return clf.fit(x, y)
+
+
+def linear_probe(
+    train_feats: ArrayLike,
+    train_labels: ArrayLike,
+    test_feats: ArrayLike,
+    test_labels: ArrayLike,
+    *,
+    seed: int = 0,
+    Cs: Sequence[float] | None = None,
+    val_fraction: float = 0.2,
+    max_iter: int = 1000,
+) -> dict[str, Any]:
+    """Top-1 accuracy of a logistic-regression probe on frozen, unnormalised image features.
+
+    ProtoCLIP Sec. IV-C.2 (following CLIP): scikit-learn's L-BFGS logistic regression with at most 1,000
+    iterations, on the representations *before* normalisation. The inverse regularisation strength ``C``
+    is chosen on a stratified validation split (``val_fraction``) carved from the training features over
+    the log-spaced grid ``Cs`` (default ``DEFAULT_CS`` = 1e-3 .. 1e3), so the test set never informs the
+    choice; the probe is then refitted on all training features with the chosen ``C``. Ties go to the
+    smallest ``C`` (the most regularised probe).
+
+    Deviation from a bare ``LogisticRegression``: features are standardised by a ``StandardScaler`` fitted
+    on the training features of each fit (never the test set). This is an affine map, so the model class
+    is unchanged, but it puts every dimension on one scale, which makes L-BFGS converge within 1,000
+    iterations and makes one C grid meaningful across models whose feature norms differ.
+
+    Returns ``accuracy`` (test top-1 fraction), ``C``, ``val_accuracy`` (at the chosen C),
+    ``val_accuracies`` ({C: accuracy}) and ``n_iter`` (L-BFGS iterations of the final fit).
+    """
+    xtr = _feats(train_feats, "train_feats").numpy()
+    ytr = _labels(train_labels, "train_labels")
+    xte = _feats(test_feats, "test_feats").numpy()
+    yte = _labels(test_labels, "test_labels")
+    _check_len(len(xtr), len(ytr), "train_labels", "train_feats")
+    _check_len(len(xte), len(yte), "test_labels", "test_feats")
+    if xtr.shape[1] != xte.shape[1]:
+        raise ValueError(f"test_feats has dimension {xte.shape[1]} but train_feats has {xtr.shape[1]}")
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    if len(np.unique(ytr)) < 2:
+        raise ValueError("train_labels must hold at least two classes")
+    Cs = DEFAULT_CS if Cs is None else tuple(float(c) for c in Cs)
+    if not Cs or min(Cs) <= 0:
+        raise ValueError(f"Cs must be a non-empty sequence of positive numbers, got {Cs}")
+
+    # C selection: only the training features are touched
+    fit_idx, val_idx = _val_split(len(xtr), ytr, val_fraction, seed)
+    scaler = StandardScaler().fit(xtr[fit_idx])
+    x_fit, x_val = scaler.transform(xtr[fit_idx]), scaler.transform(xtr[val_idx])
+    val_accuracies = {}
+    for C in Cs:
+        clf = _fit_logreg(x_fit, ytr[fit_idx], C, max_iter, seed)
+        val_accuracies[C] = float((clf.predict(x_val) == ytr[val_idx]).mean())
+    best_C = max(Cs, key=lambda c: (val_accuracies[c], -c))
+
+    scaler = StandardScaler().fit(xtr)
+    clf = _fit_logreg(scaler.transform(xtr), ytr, best_C, max_iter, seed)
+    accuracy = float((clf.predict(scaler.transform(xte)) == yte).mean())
+    return {
+        "accuracy": accuracy,
+        "C": best_C,
+        "val_accuracy": val_accuracies[best_C],
+        "val_accuracies": val_accuracies,
+        "n_iter": int(np.max(clf.n_iter_)),
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# weighted k-NN (ProtoCLIP Sec. IV-C.3, Table VII; Caron et al. 2021, DINO)
+
+
+def knn_predict(
+    train_feats: ArrayLike,
+    train_labels: ArrayLike,
+    test_feats: ArrayLike,
+    k: int = 20,
+    temperature: float = 0.07,
+    chunk_size: int = 1024,
+) -> np.ndarray:
+    """Predicted class of each test row by DINO's weighted k-NN vote (the labels of ``train_labels``).
+
+    Cosine similarity between L2-normalised features; each of the ``k`` nearest training samples votes for
+    its class with weight ``exp(sim / temperature)``; the class with the largest summed vote wins (ties go
+    to the smallest class id). Test rows are processed ``chunk_size`` at a time so that the similarity
+    matrix never exceeds ``chunk_size x N_train``.
+    """
+    xtr = F.normalize(_feats(train_feats, "train_feats"), dim=-1)
+    xte = F.normalize(_feats(test_feats, "test_feats"), dim=-1)
+    ytr = _labels(train_labels, "train_labels")
+    _check_len(len(xtr), len(ytr), "train_labels", "train_feats")
+    _check_dim(xtr, xte, "train_feats", "test_feats")
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    if len(xtr) == 0:
+        raise ValueError("train_feats is empty")
+    # votes are summed per class index, so arbitrary label values are mapped to 0..C-1 and back
+    classes, ytr_idx = np.unique(ytr, return_inverse=True)
+    ytr_idx = torch.as_tensor(ytr_idx.reshape(-1))
+    k = min(k, len(xtr))
+    preds = []
+    for start in range(0, len(xte), chunk_size):
+        sim = xte[start : start + chunk_size] @ xtr.T
+        top_sim, top_idx = sim.topk(k, dim=1)
+        votes = torch.zeros(len(sim), len(classes))
+        votes.scatter_add_(1, ytr_idx[top_idx], (top_sim / temperature).exp())
+        preds.append(votes.argmax(dim=1))
+    pred_idx = torch.cat(preds).numpy() if preds else np.zeros(0, dtype=np.int64)
+    return classes[pred_idx]
+
+
+def knn_accuracy(
+    train_feats: ArrayLike,
+    train_labels: ArrayLike,
+    test_feats: ArrayLike,
+    test_labels: ArrayLike,
+    k: int = 20,
+    temperature: float = 0.07,
+) -> float:
+    """Top-1 accuracy (fraction) of DINO's weighted k-NN classifier, k = 20 (ProtoCLIP Sec. IV-C.3).
+
+    See ``knn_predict`` for the vote; the temperature 0.07 is DINO's.
+    """
+    yte = _labels(test_labels, "test_labels")
+    _check_len(len(test_feats), len(yte), "test_labels", "test_feats")
+    if len(yte) == 0:
+        raise ValueError("test_feats is empty")
+    pred = knn_predict(train_feats, train_labels, test_feats, k=k, temperature=temperature)
+    return float((pred == yte).mean())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# image-text retrieval (ProtoCLIP Sec. IV-C.4, Table VIII)
+
+
+def retrieval_recall(
+    image_feats: ArrayLike,
+    text_feats: ArrayLike,
+    text_image_index: ArrayLike,
+    ks: Sequence[int] = (1, 5, 10),
+    chunk_size: int = 1024,
+) -> dict[str, float]:
+    """Zero-shot image-to-text and text-to-image recall@k and their mean (ProtoCLIP Table VIII).
+
+    Ranking by the dot product of L2-normalised features (Sec. IV-C.4). ``text_image_index[j]`` is the
+    image that caption ``j`` describes. Image-to-text: an image is a hit at k if *any* of its captions is
+    among its k most similar texts (the MS-COCO convention with 5 captions per image). Text-to-image: a
+    caption is a hit at k if its image is among its k most similar images. A wrong candidate that ties
+    with the correct one is ranked ahead of it (pessimistic, and deterministic, unlike a sort). Keys
+    ``i2t_R@k``, ``t2i_R@k`` for each k in ``ks`` and ``mean_recall`` (the mean of all of them), all
+    fractions.
+    """
+    img = F.normalize(_feats(image_feats, "image_feats"), dim=-1)
+    txt = F.normalize(_feats(text_feats, "text_feats"), dim=-1)
+    owner = torch.as_tensor(_labels(text_image_index, "text_image_index"))
+    _check_len(len(txt), len(owner), "text_image_index", "text_feats")
+    _check_dim(img, txt, "image_feats", "text_feats")
+    if len(img) == 0 or len(txt) == 0:
+        raise ValueError("image_feats and text_feats must be non-empty")
+    if owner.min() < 0 or owner.max() >= len(img):
+        raise ValueError(f"text_image_index must lie in [0, {len(img)}), got [{owner.min()}, {owner.max()}]")
+    ks = tuple(int(k) for k in ks)
+    if not ks or min(ks) <= 0:
+        raise ValueError(f"ks must be positive integers, got {ks}")
+
+    # rank of a query = number of wrong candidates scoring at least as high as its best correct one;
+    # recall@k = P(rank < k). Ties count against the query (pessimistic), so a collapsed model whose
+    # features are all equal scores ~0 rather than a perfect 1.
+    i2t_rank = torch.empty(len(img), dtype=torch.long)
+    for start in range(0, len(img), chunk_size):
+        sim = img[start : start + chunk_size] @ txt.T
+        correct = owner.view(1, -1) == torch.arange(start, start + len(sim)).view(-1, 1)
+        best = sim.masked_fill(~correct, float("-inf")).max(dim=1, keepdim=True).values
+        # an image without captions has best = -inf: every text outranks it, so it never hits
+        i2t_rank[start : start + len(sim)] = ((sim >= best) & ~correct).sum(dim=1)
+    t2i_rank = torch.empty(len(txt), dtype=torch.long)
+    for start in range(0, len(txt), chunk_size):
+        sim = txt[start : start + chunk_size] @ img.T
+        target = owner[start : start + len(sim)].view(-1, 1)
+        wrong = torch.ones_like(sim, dtype=torch.bool).scatter_(1, target, False)
+        t2i_rank[start : start + len(sim)] = ((sim >= sim.gather(1, target)) & wrong).sum(dim=1)
+    out = {}
+    for k in ks:
+        out[f"i2t_R@{k}"] = (i2t_rank < k).double().mean().item()
+    for k in ks:
+        out[f"t2i_R@{k}"] = (t2i_rank < k).double().mean().item()
+    out["mean_recall"] = float(np.mean([out[f"{d}_R@{k}"] for d in ("i2t", "t2i") for k in ks]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# clustering (ProtoCLIP Sec. IV-G3, Table XII)
+
+
+def clustering_scores(
+    feats: ArrayLike, labels: ArrayLike, seed: int = 0, niter: int = 20, nredo: int = 3
+) -> dict[str, float]:
+    """ARI and AMI of K-Means pseudo labels against ground truth (ProtoCLIP Table XII).
+
+    K = number of distinct labels (Sec. IV-G3: "the number of clusters is determined by the number of ground
+    truth classes"). The features are L2-normalised first: the models compare representations by cosine
+    similarity, and ProtoCLIP clusters normalised representations.
+
+    K-Means is faiss's (GPU when faiss has one), ``niter`` Lloyd iterations (20, as ProtoCLIP's prototype
+    K-Means, Sec. IV-D), on every point (faiss would otherwise subsample 256 points per centroid). faiss
+    starts from random points, which on a 10-class set often merges two classes into one cluster and
+    splits another (ARI ~0.85 on perfectly separated blobs), so each of the ``nredo`` runs starts from
+    scikit-learn's k-means++ seeding (``kmeans_plusplus``, as ``sklearn.cluster.KMeans``) and the run with
+    the lowest K-Means objective is kept. Scores by scikit-learn's ``adjusted_rand_score`` and
+    ``adjusted_mutual_info_score``; deterministic given ``seed``.
+    """
+    x = F.normalize(_feats(feats, "feats"), dim=-1).numpy()
+    y = _labels(labels, "labels")
+    _check_len(len(x), len(y), "labels", "feats")
+    n_clusters = len(np.unique(y))
+    if n_clusters < 2:
+        raise ValueError("labels must hold at least two classes")
+    if len(x) < n_clusters:
+        raise ValueError(f"feats has {len(x)} rows, fewer than the {n_clusters} classes in labels")
+    if nredo <= 0 or niter <= 0:
+        raise ValueError(f"niter and nredo must be positive, got {niter}, {nredo}")
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    best_obj, best_pred = np.inf, None
+    for run in range(nredo):
+        init, _ = kmeans_plusplus(x, n_clusters, random_state=seed * 1_000 + run)
+        kmeans = faiss.Kmeans(
+            x.shape[1],
+            n_clusters,
+            niter=niter,
+            seed=seed * 1_000 + run,
+            gpu=faiss.get_num_gpus() > 0,
+            max_points_per_centroid=int(np.ceil(len(x) / n_clusters)) + 1,
+            min_points_per_centroid=1,  # no warning on small evaluation sets
+            verbose=False,
+        )
+        obj = kmeans.train(x, init_centroids=np.ascontiguousarray(init, dtype=np.float32))
+        if obj < best_obj:
+            best_obj, best_pred = obj, kmeans.index.search(x, 1)[1].reshape(-1)
+    return {"ari": float(adjusted_rand_score(y, best_pred)), "ami": float(adjusted_mutual_info_score(y, best_pred))}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# modality gap (Liang et al. 2022 [6]; ProtoCLIP Sec. I)
+
+
+def modality_gap(image_feats: ArrayLike, text_feats: ArrayLike) -> float:
+    """``||mean(normalised image feats) - mean(normalised text feats)||``, the gap of Liang et al. [6].
+
+    ProtoCLIP Sec. I: "the range between the mean representations in the image and text spaces".
+    """
+    img = F.normalize(_feats(image_feats, "image_feats"), dim=-1)
+    txt = F.normalize(_feats(text_feats, "text_feats"), dim=-1)
+    _check_dim(img, txt, "image_feats", "text_feats")
+    if len(img) == 0 or len(txt) == 0:
+        raise ValueError("image_feats and text_feats must be non-empty")
+    return float((img.double().mean(0) - txt.double().mean(0)).norm())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# chance levels
+
+
+def chance_level(labels: ArrayLike, k: int = 1) -> float:
+    """Probability that a uniformly random guess among the C classes of ``labels`` is right within top-k.
+
+    ``min(k, C) / C``, independent of the class frequencies (a uniform guess is right with probability
+    1/C on every sample). See ``majority_rate`` for the always-guess-the-biggest-class baseline.
+    """
+    y = _labels(labels, "labels")
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    n_classes = len(np.unique(y))
+    if n_classes == 0:
+        raise ValueError("labels is empty")
+    return min(k, n_classes) / n_classes
+
+
+def majority_rate(labels: ArrayLike) -> float:
+    """Accuracy of always predicting the most frequent class of ``labels`` (the other chance baseline)."""
+    y = _labels(labels, "labels")
+    if y.size == 0:
+        raise ValueError("labels is empty")
+    return float(np.unique(y, return_counts=True)[1].max() / y.size)
+
+
+def retrieval_chance(n_images: int, captions_per_image: int = 5, ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
+    """Expected ``retrieval_recall`` of a uniformly random ranking (same keys).
+
+    Text-to-image: the caption's one image is among k of ``n_images`` random picks with probability
+    ``min(k, n_images) / n_images``. Image-to-text: with ``n_texts = n_images * captions_per_image`` texts,
+    none of the image's ``captions_per_image`` captions is among k random picks with probability
+    ``C(n_texts - captions_per_image, k) / C(n_texts, k)``, so ``R@k = 1 - C(n_t - c, k) / C(n_t, k)``
+    (computed as a product of ratios to avoid huge integers).
+    """
+    if n_images <= 0 or captions_per_image <= 0:
+        raise ValueError(f"n_images and captions_per_image must be positive, got {n_images}, {captions_per_image}")
+    ks = tuple(int(k) for k in ks)
+    if not ks or min(ks) <= 0:
+        raise ValueError(f"ks must be positive integers, got {ks}")
+    n_texts = n_images * captions_per_image
+    out = {}
+    for k in ks:
+        miss = 1.0
+        for j in range(min(k, n_texts)):
+            miss *= max(n_texts - captions_per_image - j, 0) / (n_texts - j)
+        out[f"i2t_R@{k}"] = 1.0 - miss
+    for k in ks:
+        out[f"t2i_R@{k}"] = min(k, n_images) / n_images
+    out["mean_recall"] = float(np.mean([out[f"{d}_R@{k}"] for d in ("i2t", "t2i") for k in ks]))
+    return out

@@ -1,0 +1,139 @@
+"""One run = generate the world, build the model, train with a method, evaluate, store the record.
+
+Notebooks call ``make_config`` (which validates every parameter before anything is computed) and
+``run`` (which returns the stored record if this exact run already exists). ``load_trained`` rebuilds
+a finished run's model for figures (t-SNE, confusion matrices).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import runs
+from .config import check_positive_int, resolve
+from .data import tasks as task_lib
+from .data.paired import from_world
+from .data.tokenizer import world_tokenizer
+from .data.world import generate
+from .suite import evaluate_suite
+from .methods import check_method_name, create_method
+from .models import check_model_name, create_model
+from .paths import checkpoint_dir
+from .train import TrainConfig, train
+
+RUN_KIND = "train"
+DEFAULT_EVAL_TASKS = ("shapes10", "shapes_colours", "clutter10", "background", "count")
+_TRAIN_FIELDS = {f.name for f in fields(TrainConfig)} - {"progress"}
+
+
+def make_config(
+    scale: str = "laptop",
+    method: str = "clip",
+    seed: int = 0,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """The full, JSON-able config of one run: scale defaults, then explicit ``overrides``.
+
+    Raises ``ValueError`` naming the parameter for anything invalid, before any data or model exists.
+    Keys: model, image_size, train_size, world_seed, world_knobs, method, method_kwargs, eval_tasks,
+    context_length, and every ``TrainConfig`` field (epochs, batch_size, lr, warmup_steps, ...).
+    """
+    params = resolve(scale, **overrides)
+    config: dict[str, Any] = {
+        "scale": scale,
+        "method": check_method_name(method),
+        "method_kwargs": dict(params.get("method_kwargs") or {}),
+        "model": check_model_name(params["model"]),
+        "image_size": check_positive_int("image_size", params["image_size"]),
+        "train_size": check_positive_int("train_size", params["train_size"]),
+        "world_seed": int(params.get("world_seed", 0)),
+        "world_knobs": dict(params.get("world_knobs") or {}),
+        "context_length": check_positive_int("context_length", params.get("context_length", 24)),
+        "eval_tasks": list(params.get("eval_tasks") or DEFAULT_EVAL_TASKS),
+        "task_train": check_positive_int("task_train", params["task_train"]),
+        "task_test": check_positive_int("task_test", params["task_test"]),
+        "retrieval_images": check_positive_int("retrieval_images", params["retrieval_images"]),
+        "seed": int(seed),
+    }
+    for name in config["eval_tasks"]:
+        if name not in task_lib.TASKS:
+            raise ValueError(f"eval_tasks: unknown task {name!r}; known: {sorted(task_lib.TASKS)}")
+    train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
+    train_cfg.validate(config["train_size"])
+    config.update({k: v for k, v in vars(train_cfg).items() if k in _TRAIN_FIELDS})
+    config["betas"] = list(config["betas"])
+    unknown = set(overrides) - set(config) - {"tsne_points"}
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}")
+    return config
+
+
+def train_config(config: dict[str, Any], progress: bool = True) -> TrainConfig:
+    kwargs = {k: config[k] for k in _TRAIN_FIELDS}
+    kwargs["betas"] = tuple(kwargs["betas"])
+    return TrainConfig(**kwargs, progress=progress)
+
+
+def build(config: dict[str, Any]):
+    """World, tokenizer and a freshly initialised model for ``config``."""
+    tokenizer = world_tokenizer(config["context_length"])
+    world = generate(config["train_size"], seed=config["world_seed"], image_size=config["image_size"],
+                     **config["world_knobs"])
+    model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
+                         image_size=config["image_size"], seed=config["seed"])
+    return world, tokenizer, model
+
+
+def checkpoint_path(config: dict[str, Any]):
+    return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config)}-{runs.code_fingerprint()}.pt"
+
+
+def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> dict:
+    """Train and evaluate ``config`` (or load its stored record)."""
+
+    def compute() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        world, tokenizer, model = build(config)
+        data = from_world(world, tokenizer)
+        method = create_method(config["method"], **config["method_kwargs"])
+        t_setup = time.perf_counter() - t0
+        result = train(model, method, data, train_config(config, progress), checkpoint_path(config))
+        t0 = time.perf_counter()
+        metrics = evaluate_suite(model, tokenizer, config)
+        t_eval = time.perf_counter() - t0
+        metrics["train_samples_per_s"] = result.samples_per_s
+        metrics["final_loss"] = float(np.mean([h["loss"] for h in result.history[-10:]]))
+        timings = {"setup": t_setup, **result.timings, "evaluation": t_eval}
+        return {"metrics": metrics, "timings": timings, "history": _thin(result.history),
+                "checkpoint": str(checkpoint_path(config))}
+
+    return runs.cached(RUN_KIND, config, compute, verbose=verbose)
+
+
+def run_seeds(config: dict[str, Any], seeds: list[int], progress: bool = True) -> list[dict]:
+    """The same run for each seed (the seed fixes init, data order and augmentation)."""
+    return [run({**config, "seed": int(s)}, progress=progress) for s in seeds]
+
+
+def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
+    """The trained model (eval mode) and tokenizer of a stored run."""
+    config = record["config"]
+    tokenizer = world_tokenizer(config["context_length"])
+    model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
+                         image_size=config["image_size"], seed=config["seed"])
+    state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)
+    model.load_state_dict(state["model"])
+    return model.eval(), tokenizer
+
+
+def _thin(history: list[dict], max_points: int = 500) -> list[dict]:
+    """Keep at most ``max_points`` evenly spaced entries of the step history for the record."""
+    if len(history) <= max_points:
+        return history
+    keep = np.unique(np.linspace(0, len(history) - 1, max_points).round().astype(int))
+    return [history[i] for i in keep]

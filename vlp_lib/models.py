@@ -1,0 +1,73 @@
+"""Models: open_clip CLIP models built from small JSON configs registered with open_clip.
+
+``vit-tiny`` and ``rn-tiny`` (``vlp_lib/model_configs/``) are sized for a 2-core CPU and 32 px images;
+``RN50`` and ``ViT-B-32`` are open_clip's own configs for paper scale. The text tower's vocabulary and
+context length follow the tokenizer in use (the generated world's word-level tokenizer by default),
+so one config serves any tokenizer.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import open_clip
+import torch
+
+CONFIG_DIR = Path(__file__).parent / "model_configs"
+CPU_PRESETS = ("vit-tiny", "rn-tiny")
+PAPER_PRESETS = ("RN50", "ViT-B-32")
+MAX_LOGIT_SCALE = math.log(100.0)  # CLIP: temperature initialised at 0.07, logit scale clamped at 100
+
+open_clip.add_model_config(CONFIG_DIR)
+
+
+def available_models() -> tuple[str, ...]:
+    return CPU_PRESETS + PAPER_PRESETS
+
+
+def check_model_name(name: str) -> str:
+    if name not in available_models():
+        raise ValueError(f"model must be one of {list(available_models())}, got {name!r}")
+    return name
+
+
+def create_model(
+    name: str,
+    vocab_size: int,
+    context_length: int,
+    image_size: int | None = None,
+    seed: int = 0,
+) -> open_clip.CLIP:
+    """A randomly initialised open_clip CLIP with the text tower sized for the tokenizer.
+
+    ``seed`` fixes the initialisation. ``image_size`` overrides the config's (e.g. RN50 at 64 px).
+    open_clip initialises the logit scale at log(1 / 0.07), the CLIP temperature of 0.07.
+    """
+    check_model_name(name)
+    cfg = open_clip.get_model_config(name)
+    text_cfg = {**cfg["text_cfg"], "vocab_size": int(vocab_size), "context_length": int(context_length)}
+    torch.manual_seed(seed)
+    model = open_clip.create_model(
+        name,
+        pretrained=None,
+        text_cfg=text_cfg,
+        force_image_size=image_size,
+        output_dict=True,
+    )
+    return model
+
+
+def model_image_size(model: torch.nn.Module) -> int:
+    size = model.visual.image_size
+    return int(size[0] if isinstance(size, (tuple, list)) else size)
+
+
+def clamp_logit_scale_(scale: torch.nn.Parameter, max_value: float = MAX_LOGIT_SCALE) -> None:
+    """Clamp a learnable log-temperature in place at log(100), as CLIP and ProtoCLIP (IV-A-2) do."""
+    with torch.no_grad():
+        scale.clamp_(0, max_value)
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,248 @@
+"""The one training loop. Every paper's method plugs into it (``vlp_lib.methods``).
+
+    for episode in episodes:                 # ProtoCLIP III-D; for CLIP an episode is an epoch
+        method.on_episode_start(...)         # optional: features, K-Means, PBT (timed)
+        for batch in episode:
+            loss = method.loss(model, batch) # under autocast when precision is bf16
+            backward, clip gradients, AdamW step, warm-up + cosine learning rate
+            method.after_step(model)         # clamp learnable temperatures at 100
+        checkpoint                           # atomic; a restarted run resumes after the last episode
+
+The seed fixes everything: the model's initialisation (``create_model``), each episode's data order
+(``rng(seed, episode)``) and augmentation (a torch generator seeded with ``(seed, episode)``), so a
+resumed run continues exactly where the interrupted one would have gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .config import check_positive_int
+from .data.paired import PairedData
+from .data.transforms import AUGMENTATIONS, augment, to_model_input
+from .methods.base import Batch, Episode, Method
+from .models import model_image_size
+
+PRECISIONS = ("fp32", "bf16")
+
+
+@dataclass
+class TrainConfig:
+    epochs: float = 4.0  # training amount in passes over the data: n_episodes = epochs * N / episode_size
+    batch_size: int = 256
+    episode_size: int | None = None  # None: the whole data set (an episode is an epoch)
+    lr: float = 1e-3
+    weight_decay: float = 0.1
+    warmup_steps: int = 50
+    grad_clip_norm: float = 1e5  # ProtoCLIP IV-A-2 clips at 1e5 "to prevent model collapse"
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-6
+    precision: str = "fp32"
+    augmentation: str = "none"
+    image_lock_fraction: float = 0.0  # ProtoCLIP IV-A-2: image lr is zero for this last part of training
+    seed: int = 0
+    progress: bool = True
+
+    def validate(self, n_data: int) -> None:
+        """``ValueError`` naming the parameter, before any compute."""
+        if not (isinstance(self.epochs, (int, float)) and self.epochs > 0):
+            raise ValueError(f"epochs must be positive, got {self.epochs!r}")
+        check_positive_int("batch_size", self.batch_size)
+        episode = n_data if self.episode_size is None else check_positive_int("episode_size", self.episode_size)
+        if episode > n_data:
+            raise ValueError(f"episode_size ({episode}) is larger than the data set ({n_data} pairs)")
+        if self.batch_size > episode:
+            raise ValueError(f"batch_size ({self.batch_size}) is larger than the episode/data ({episode} pairs)")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.augmentation not in AUGMENTATIONS:
+            raise ValueError(f"augmentation must be one of {sorted(AUGMENTATIONS)}, got {self.augmentation!r}")
+        if not 0.0 <= self.image_lock_fraction < 1.0:
+            raise ValueError(f"image_lock_fraction must be in [0, 1), got {self.image_lock_fraction!r}")
+
+    def episode_length(self, n_data: int) -> int:
+        return n_data if self.episode_size is None else int(self.episode_size)
+
+    def n_episodes(self, n_data: int) -> int:
+        return max(1, round(self.epochs * n_data / self.episode_length(n_data)))
+
+    def steps_per_episode(self, n_data: int) -> int:
+        return self.episode_length(n_data) // self.batch_size  # the last partial batch is dropped
+
+
+@dataclass
+class TrainResult:
+    history: list[dict[str, float]]
+    timings: dict[str, float]
+    samples_per_s: float
+    resumed_from_episode: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def param_groups(model: nn.Module, method: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups: no weight decay on gains, biases and temperatures (1-d parameters and logit
+    scales, as open_clip's training script); image-tower parameters tagged so that the locked-image
+    phase can zero their learning rate."""
+    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
+    named = [(f"model.{n}", p) for n, p in model.named_parameters()]
+    named += [(f"method.{n}", p) for n, p in method.named_parameters()]
+    for name, p in named:
+        if not p.requires_grad:
+            continue
+        no_decay = p.ndim < 2 or "logit_scale" in name or "bias" in name or ".ln" in name or ".bn" in name
+        image = name.startswith("model.visual.") or ".image_head" in name
+        groups.setdefault((image, no_decay), []).append(p)
+    return [
+        {"params": ps, "weight_decay": 0.0 if no_decay else weight_decay, "image_tower": image}
+        for (image, no_decay), ps in sorted(groups.items())
+    ]
+
+
+def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Linear warm-up, then cosine decay to zero."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def episode_indices(seed: int, episode: int, n_data: int, episode_size: int) -> np.ndarray:
+    """Episode ``episode``'s data indices: ``episode_size`` draws without replacement (III-D)."""
+    rng = np.random.default_rng([seed, episode, 0xE915])
+    return rng.permutation(n_data)[:episode_size]
+
+
+def _atomic_save(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def train(
+    model: nn.Module,
+    method: Method,
+    data: PairedData,
+    config: TrainConfig,
+    checkpoint_path: Path | None = None,
+) -> TrainResult:
+    """Train ``model`` with ``method`` on ``data``. With ``checkpoint_path`` a checkpoint is written after
+    every episode and an existing one is resumed from (same config assumed: the caller keys the path by
+    the run's config hash)."""
+    n = len(data)
+    config.validate(n)
+    n_episodes = config.n_episodes(n)
+    steps_per_episode = config.steps_per_episode(n)
+    total_steps = n_episodes * steps_per_episode
+    lock_step = int(round(total_steps * (1.0 - config.image_lock_fraction))) if config.image_lock_fraction else None
+    image_size = model_image_size(model)
+
+    optimizer = torch.optim.AdamW(
+        param_groups(model, method, config.weight_decay), lr=config.lr, betas=config.betas, eps=config.eps
+    )
+    history: list[dict[str, float]] = []
+    timings: dict[str, float] = {}
+    start_episode = 0
+    if checkpoint_path is not None and Path(checkpoint_path).exists():
+        state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        model.load_state_dict(state["model"])
+        method.load_state_dict(state["method"])
+        optimizer.load_state_dict(state["optimizer"])
+        history, timings, start_episode = state["history"], state["timings"], state["episode"] + 1
+
+    def autocast() -> contextlib.AbstractContextManager:
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.precision == "bf16")
+
+    bar = tqdm(
+        total=total_steps,
+        initial=start_episode * steps_per_episode,
+        desc=f"{method.name} seed {config.seed}",
+        disable=not config.progress,
+        leave=False,
+    )
+    t_train = 0.0  # this call's training time (timings accumulate across resumes)
+    for ep in range(start_episode, n_episodes):
+        indices = episode_indices(config.seed, ep, n, config.episode_length(n))
+        gen = torch.Generator().manual_seed(config.seed * 1_000_003 + ep)
+
+        def load_images(idx: np.ndarray, augmented: bool) -> torch.Tensor:
+            x = to_model_input(data.images[idx], image_size)
+            return augment(x, config.augmentation, generator=gen) if augmented else x
+
+        episode = Episode(ep, indices, data, config.batch_size, load_images, autocast)
+        t0 = time.perf_counter()
+        method.on_episode_start(model, episode)
+        _add(timings, "episode_start", time.perf_counter() - t0)
+        for name, seconds in episode.timings.items():
+            _add(timings, name, seconds)
+
+        model.train()
+        method.train()
+        t0 = time.perf_counter()
+        t_data = 0.0
+        for b in range(steps_per_episode):
+            step = ep * steps_per_episode + b
+            positions = np.arange(b * config.batch_size, (b + 1) * config.batch_size)
+            idx = indices[positions]
+            t1 = time.perf_counter()
+            batch = Batch(load_images(idx, True), data.tokens[idx], idx, positions, step, total_steps)
+            t_data += time.perf_counter() - t1
+            factor = lr_factor(step, total_steps, config.warmup_steps)
+            for group in optimizer.param_groups:
+                locked = lock_step is not None and step >= lock_step and group["image_tower"]
+                group["lr"] = 0.0 if locked else config.lr * factor
+            with autocast():
+                loss, logs = method.loss(model, batch)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(
+                [p for g in optimizer.param_groups for p in g["params"]], config.grad_clip_norm
+            )
+            optimizer.step()
+            method.after_step(model)
+            if not math.isfinite(loss.item()):
+                raise FloatingPointError(f"loss became {loss.item()} at step {step} (episode {ep})")
+            history.append({"step": step, "episode": ep, "loss": loss.item(), "lr": config.lr * factor,
+                            "grad_norm": float(grad_norm), **logs})
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", episode=f"{ep + 1}/{n_episodes}")
+        t_train += time.perf_counter() - t0
+        _add(timings, "training", time.perf_counter() - t0)
+        _add(timings, "data_loading", t_data)
+        if checkpoint_path is not None:
+            t0 = time.perf_counter()
+            _atomic_save(
+                {"model": model.state_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
+                 "history": history, "timings": timings, "episode": ep, "config": asdict(config)},
+                Path(checkpoint_path),
+            )
+            _add(timings, "checkpoint", time.perf_counter() - t0)
+    bar.close()
+    model.eval()
+    method.eval()
+    samples = (n_episodes - start_episode) * steps_per_episode * config.batch_size
+    return TrainResult(
+        history=history,
+        timings=timings,
+        samples_per_s=samples / t_train if samples else 0.0,
+        resumed_from_episode=start_episode,
+    )
+
+
+def _add(timings: dict[str, float], key: str, seconds: float) -> None:
+    timings[key] = timings.get(key, 0.0) + seconds
