@@ -70,6 +70,7 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
     try:
         with os.fdopen(fd, "wb") as f:
             fig.savefig(f, format="png", dpi=DPI, bbox_inches="tight")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a figure is meant to be read by the book build
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -201,7 +202,8 @@ def embed_2d(feats: Any, method: str = "tsne", seed: int = 0, normalize: bool = 
 
     Features are L2-normalised first (``normalize``), since the models compare them by cosine similarity.
     t-SNE: scikit-learn, ``init="pca"``, perplexity 30 (lowered to ``(N - 1) / 3`` for small N, since it must
-    stay below N). UMAP: umap-learn with 15 neighbours (fewer for small N). MDS: scikit-learn metric MDS
+    stay below N). UMAP: umap-learn with 15 neighbours (fewer for small N), single-threaded as any seeded
+    UMAP is; its first call in a process pays ~1 min of numba compilation on 2 cores. MDS: scikit-learn metric MDS
     (SMACOF; quadratic in N, keep N to a few thousand).
     """
     x = _to_numpy(feats).astype(np.float64)
@@ -220,7 +222,7 @@ def embed_2d(feats: Any, method: str = "tsne", seed: int = 0, normalize: bool = 
 
         # the spectral initialisation needs a connected k-NN graph, which tiny inputs may not give
         init = "spectral" if n > 50 else "random"
-        reducer = umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), random_state=seed, init=init)
+        reducer = umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), random_state=seed, init=init, n_jobs=1)
         return np.asarray(reducer.fit_transform(x))
     if method == "mds":
         from sklearn.manifold import MDS
@@ -246,7 +248,8 @@ def embedding_scatter(
 ) -> Figure:
     """Scatter of a 2-D embedding (``embed_2d``) of ``feats``, coloured by class, as ProtoCLIP Fig. 8.
 
-    At most ``max_points`` rows, drawn deterministically from ``seed``. A legend names the classes when
+    ``labels`` are class ids indexing ``classnames``. At most ``max_points`` rows, drawn deterministically
+    from ``seed``. A legend names the classes when
     there are at most 30 of them.
     """
     x, y = _to_numpy(feats), _to_numpy(labels).reshape(-1)
@@ -269,6 +272,7 @@ def embedding_scatter(
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2.5, ncols=1 + n_classes // 16)
     ax.set_xticks([])
     ax.set_yticks([])
+    ax.spines[:].set_visible(False)  # 2-D embedding axes have no units
     ax.set_title(title or f"{method.upper() if method != 'tsne' else 't-SNE'} of {len(idx)} points")
     return _finish(fig, path)
 
