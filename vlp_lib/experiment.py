@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,10 @@ import torch
 from . import runs
 from .config import check_positive_int, resolve
 from .data import tasks as task_lib
-from .data.paired import from_world
+from .data.csv_data import check_csv, load_csv
+from .data.paired import PairedData, from_world
 from .data.tokenizer import world_tokenizer
-from .data.world import generate
+from .data.world import check_knobs, generate
 from .suite import evaluate_suite
 from .methods import check_method_name, create_method
 from .models import check_model_name, create_model
@@ -40,7 +42,7 @@ def make_config(
     """The full, JSON-able config of one run: scale defaults, then explicit ``overrides``.
 
     Raises ``ValueError`` naming the parameter for anything invalid, before any data or model exists.
-    Keys: model, image_size, train_size, world_seed, world_knobs, method, method_kwargs, eval_tasks,
+    Keys: model, image_size, train_data ("world" or an OpenCLIP CSV path), train_size, world_seed, world_knobs, method, method_kwargs, eval_tasks,
     context_length, and every ``TrainConfig`` field (epochs, batch_size, lr, warmup_steps, ...).
     """
     params = resolve(scale, **overrides)
@@ -51,6 +53,7 @@ def make_config(
         "model": check_model_name(params["model"]),
         "image_size": check_positive_int("image_size", params["image_size"]),
         "train_size": check_positive_int("train_size", params["train_size"]),
+        "train_data": str(params.get("train_data", "world")),
         "world_seed": int(params.get("world_seed", 0)),
         "world_knobs": dict(params.get("world_knobs") or {}),
         "context_length": check_positive_int("context_length", params.get("context_length", 24)),
@@ -60,11 +63,17 @@ def make_config(
         "retrieval_images": check_positive_int("retrieval_images", params["retrieval_images"]),
         "seed": int(seed),
     }
+    config["world_knobs"] = check_knobs(**config["world_knobs"]) if config["world_knobs"] else {}
+    n_train = config["train_size"]
+    if config["train_data"] != "world":
+        n_train = len(check_csv(config["train_data"]))
+        config["train_data"] = str(Path(config["train_data"]).resolve())
+        config["train_size"] = n_train
     for name in config["eval_tasks"]:
         if name not in task_lib.TASKS:
             raise ValueError(f"eval_tasks: unknown task {name!r}; known: {sorted(task_lib.TASKS)}")
     train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
-    train_cfg.validate(config["train_size"])
+    train_cfg.validate(n_train)
     config.update({k: v for k, v in vars(train_cfg).items() if k in _TRAIN_FIELDS})
     config["betas"] = list(config["betas"])
     unknown = set(overrides) - set(config) - {"tsne_points"}
@@ -79,14 +88,19 @@ def train_config(config: dict[str, Any], progress: bool = True) -> TrainConfig:
     return TrainConfig(**kwargs, progress=progress)
 
 
-def build(config: dict[str, Any]):
-    """World, tokenizer and a freshly initialised model for ``config``."""
+def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
+    """Training pairs, tokenizer and a freshly initialised model for ``config``. ``train_data`` is
+    "world" (the generated world) or the path of an OpenCLIP-style CSV."""
     tokenizer = world_tokenizer(config["context_length"])
-    world = generate(config["train_size"], seed=config["world_seed"], image_size=config["image_size"],
-                     **config["world_knobs"])
+    if config["train_data"] == "world":
+        world = generate(config["train_size"], seed=config["world_seed"], image_size=config["image_size"],
+                         **config["world_knobs"])
+        data = from_world(world, tokenizer)
+    else:
+        data = load_csv(config["train_data"], tokenizer, config["image_size"])
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
                          image_size=config["image_size"], seed=config["seed"])
-    return world, tokenizer, model
+    return data, tokenizer, model
 
 
 def checkpoint_path(config: dict[str, Any]):
@@ -98,8 +112,7 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
 
     def compute() -> dict[str, Any]:
         t0 = time.perf_counter()
-        world, tokenizer, model = build(config)
-        data = from_world(world, tokenizer)
+        data, tokenizer, model = build(config)
         method = create_method(config["method"], **config["method_kwargs"])
         t_setup = time.perf_counter() - t0
         result = train(model, method, data, train_config(config, progress), checkpoint_path(config))

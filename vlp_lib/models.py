@@ -8,6 +8,7 @@ so one config serves any tokenizer.
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -48,13 +49,17 @@ def create_model(
     cfg = open_clip.get_model_config(name)
     text_cfg = {**cfg["text_cfg"], "vocab_size": int(vocab_size), "context_length": int(context_length)}
     torch.manual_seed(seed)
-    model = open_clip.create_model(
-        name,
-        pretrained=None,
-        text_cfg=text_cfg,
-        force_image_size=image_size,
-        output_dict=True,
-    )
+    logging.disable(logging.WARNING)  # open_clip warns that no pretrained weights were loaded: by design
+    try:
+        model = open_clip.create_model(
+            name,
+            pretrained=None,
+            text_cfg=text_cfg,
+            force_image_size=image_size,
+            output_dict=True,
+        )
+    finally:
+        logging.disable(logging.NOTSET)
     return model
 
 

@@ -70,3 +70,32 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
         for key in ("zeroshot_top1", "linear", "knn"):
             metrics[f"avg3/{key}"] = float(np.mean([metrics[f"{t}/{key}"] for t in VALIDATION_TASKS]))
     return metrics
+
+
+def zero_shot_predictions(model: torch.nn.Module, tokenizer: Any, task: Any) -> np.ndarray:
+    """Predicted class of every image of ``task`` (a ``tasks.Task``), for confusion matrices."""
+    from .eval import zero_shot_classifier
+
+    weights = zero_shot_classifier(model, tokenizer, task.classnames, task.templates)
+    feats = encode_images(model, task.images, normalize=True)
+    return (feats @ weights).argmax(dim=1).numpy()
+
+
+def chance_levels(config: dict[str, Any]) -> dict[str, float]:
+    """What a random guesser scores on each metric of ``evaluate_suite`` (same keys): 1/C for top-1,
+    linear and k-NN, min(5, C)/C for top-5, 0 for ARI/AMI (adjusted for chance by construction), and
+    the exact expectation of a random ranking for retrieval."""
+    from .eval import chance_level, retrieval_chance
+
+    out: dict[str, float] = {}
+    for name in config["eval_tasks"]:
+        labels = task_lib.load_task(name, "test", n=config["task_test"], scale=config["scale"]).labels
+        top1 = chance_level(labels, k=1)
+        out.update({f"{name}/zeroshot_top1": top1, f"{name}/zeroshot_top5": chance_level(labels, k=5),
+                    f"{name}/linear": top1, f"{name}/knn": top1, f"{name}/ari": 0.0, f"{name}/ami": 0.0})
+    for key, value in retrieval_chance(config["retrieval_images"]).items():
+        out[f"retrieval/{key}"] = value
+    if all(t in config["eval_tasks"] for t in VALIDATION_TASKS):
+        for key in ("zeroshot_top1", "linear", "knn"):
+            out[f"avg3/{key}"] = float(np.mean([out[f"{t}/{key}"] for t in VALIDATION_TASKS]))
+    return out

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the text bar: works in terminals, papermill and JupyterLab alike
 
 from .config import check_positive_int
 from .data.paired import PairedData
@@ -52,6 +52,7 @@ class TrainConfig:
     augmentation: str = "none"
     image_lock_fraction: float = 0.0  # ProtoCLIP IV-A-2: image lr is zero for this last part of training
     seed: int = 0
+    device: str = "auto"  # "auto": CUDA when available, else CPU
     progress: bool = True
 
     def validate(self, n_data: int) -> None:
@@ -72,6 +73,11 @@ class TrainConfig:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.augmentation not in AUGMENTATIONS:
             raise ValueError(f"augmentation must be one of {sorted(AUGMENTATIONS)}, got {self.augmentation!r}")
+        if self.device != "auto":
+            try:
+                torch.device(self.device)
+            except RuntimeError as err:
+                raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}") from err
         if not 0.0 <= self.image_lock_fraction < 1.0:
             raise ValueError(f"image_lock_fraction must be in [0, 1), got {self.image_lock_fraction!r}")
 
@@ -83,6 +89,12 @@ class TrainConfig:
 
     def steps_per_episode(self, n_data: int) -> int:
         return self.episode_length(n_data) // self.batch_size  # the last partial batch is dropped
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
 
 
 @dataclass
@@ -151,6 +163,9 @@ def train(
     total_steps = n_episodes * steps_per_episode
     lock_step = int(round(total_steps * (1.0 - config.image_lock_fraction))) if config.image_lock_fraction else None
     image_size = model_image_size(model)
+    device = resolve_device(config.device)
+    model.to(device)
+    method.to(device)
 
     optimizer = torch.optim.AdamW(
         param_groups(model, method, config.weight_decay), lr=config.lr, betas=config.betas, eps=config.eps
@@ -159,21 +174,21 @@ def train(
     timings: dict[str, float] = {}
     start_episode = 0
     if checkpoint_path is not None and Path(checkpoint_path).exists():
-        state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        state = torch.load(checkpoint_path, map_location=device, weights_only=False)
         model.load_state_dict(state["model"])
         method.load_state_dict(state["method"])
         optimizer.load_state_dict(state["optimizer"])
         history, timings, start_episode = state["history"], state["timings"], state["episode"] + 1
 
     def autocast() -> contextlib.AbstractContextManager:
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.precision == "bf16")
+        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16")
 
     bar = tqdm(
         total=total_steps,
         initial=start_episode * steps_per_episode,
         desc=f"{method.name} seed {config.seed}",
         disable=not config.progress,
-        leave=False,
+        mininterval=2.0,  # few updates: executed notebooks keep every one in their output
     )
     t_train = 0.0  # this call's training time (timings accumulate across resumes)
     for ep in range(start_episode, n_episodes):
@@ -181,7 +196,7 @@ def train(
         gen = torch.Generator().manual_seed(config.seed * 1_000_003 + ep)
 
         def load_images(idx: np.ndarray, augmented: bool) -> torch.Tensor:
-            x = to_model_input(data.images[idx], image_size)
+            x = to_model_input(data.images[idx], image_size).to(device, non_blocking=True)
             return augment(x, config.augmentation, generator=gen) if augmented else x
 
         episode = Episode(ep, indices, data, config.batch_size, load_images, autocast)
@@ -200,7 +215,7 @@ def train(
             positions = np.arange(b * config.batch_size, (b + 1) * config.batch_size)
             idx = indices[positions]
             t1 = time.perf_counter()
-            batch = Batch(load_images(idx, True), data.tokens[idx], idx, positions, step, total_steps)
+            batch = Batch(load_images(idx, True), data.tokens[idx].to(device), idx, positions, step, total_steps)
             t_data += time.perf_counter() - t1
             factor = lr_factor(step, total_steps, config.warmup_steps)
             for group in optimizer.param_groups:

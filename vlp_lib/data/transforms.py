@@ -23,7 +23,8 @@ def to_model_input(images: np.ndarray | torch.Tensor, image_size: int | None = N
     ``image_size`` resizes (bilinear, antialiased) when the images are not already that size, so an
     evaluation task rendered at a larger size (the STL-10 stand-in) can be fed to a 32 px model.
     """
-    x = torch.as_tensor(np.asarray(images)) if not isinstance(images, torch.Tensor) else images
+    # torch.tensor copies: memory-mapped arrays are read-only and torch wants writable memory
+    x = images if isinstance(images, torch.Tensor) else torch.tensor(np.asarray(images))
     if x.dtype != torch.uint8 or x.ndim != 4 or x.shape[-1] != 3:
         raise ValueError(f"images must be uint8 [N, H, W, 3], got {tuple(x.shape)} {x.dtype}")
     x = x.permute(0, 3, 1, 2).float().div_(255.0)
@@ -47,6 +48,7 @@ def random_resized_crop(
     as torchvision's ``RandomResizedCrop`` draws them, then the crop is resized back to ``H x W``.
     """
     n = x.shape[0]
+    # parameters are drawn on the CPU generator (reproducible on any device), then moved
     area = torch.empty(n).uniform_(scale[0], scale[1], generator=generator)
     log_r = torch.empty(n).uniform_(math.log(ratio[0]), math.log(ratio[1]), generator=generator)
     r = torch.exp(log_r)
@@ -60,7 +62,7 @@ def random_resized_crop(
     theta[:, 0, 2] = cx
     theta[:, 1, 1] = h
     theta[:, 1, 2] = cy
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    grid = F.affine_grid(theta.to(x.device, x.dtype), list(x.shape), align_corners=False)
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
 
 

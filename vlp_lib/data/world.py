@@ -46,7 +46,7 @@ from vlp_lib.data import vocab
 from vlp_lib.paths import cache_dir
 
 # Bump whenever rendering, scene sampling or captioning changes: it is part of the cache key.
-WORLD_VERSION = 1
+WORLD_VERSION = 2
 
 SUPERSAMPLE = 4
 # Object extent as a fraction of the image side: at 32 px small/medium/large are about 11/14/18 px,
@@ -123,7 +123,8 @@ class World:
 
 
 def _check_rate(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
 
@@ -149,7 +150,7 @@ def check_knobs(**knobs: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("min_objects", "max_objects"):
         v = k[name]
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 3:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 3:
             raise ValueError(f"{name} must be an integer in 1..3, got {v!r}")
         out[name] = int(v)
     if out["min_objects"] > out["max_objects"]:
@@ -167,9 +168,9 @@ def check_knobs(**knobs: Any) -> dict[str, Any]:
             raise ValueError(f"{name} must not be empty")
     for name in _RATES:
         out[name] = _check_rate(name, k[name])
-    if not isinstance(k["paraphrase"], bool):
+    if not isinstance(k["paraphrase"], (bool, np.bool_)):
         raise ValueError(f"paraphrase must be a bool, got {k['paraphrase']!r}")
-    out["paraphrase"] = k["paraphrase"]
+    out["paraphrase"] = bool(k["paraphrase"])
     return out
 
 
@@ -714,23 +715,65 @@ _SUPER_IDS = vocab.shape_superclass_ids()
 
 
 def _render_range(args: tuple) -> tuple[int, np.ndarray, dict[str, Any]]:
-    """Worker: images ``[start, stop)`` and their metadata (top level so processes can pickle it)."""
+    """Worker: images ``[start, stop)`` and their metadata columns (top level so processes can pickle it)."""
     seed, start, stop, image_size, knobs = args
     images = np.empty((stop - start, image_size, image_size, 3), np.uint8)
-    meta: dict[str, list] = dict(captions=[], summaries=[], boxes=[], objects=[], labels=[])
+    captions, summaries, boxes, objects = [], [], [], []
+    labels: dict[str, list[int]] = {k: [] for k in LABEL_KEYS}
     for j, index in enumerate(range(start, stop)):
         item = make_item(seed, index, image_size, knobs)
         images[j] = item["image"]
-        meta["captions"].append(item["caption"])
-        meta["summaries"].append(item["summary"])
-        meta["boxes"].append(item["boxes"])
-        meta["objects"].append(item["objects"])
-        meta["labels"].append(item["labels"])
-    return start, images, meta
+        captions.append(item["caption"])
+        summaries.append(item["summary"])
+        boxes.append(item["boxes"])
+        objects.append(item["objects"])
+        for k in LABEL_KEYS:
+            labels[k].append(item["labels"][k])
+    return start, images, _columns(captions, summaries, boxes, objects, labels)
 
 
 # --------------------------------------------------------------------------------------------------
 # generation and cache
+#
+# Metadata travels as "columns" (flat arrays, one list of strings per text field) rather than per-image
+# objects: 250,000 images of per-image dicts and small arrays would cost hundreds of MB of Python objects.
+
+
+def _columns(captions: list[str], summaries: list[str], boxes: list[np.ndarray], objects: list[np.ndarray],
+             labels: dict[str, Any]) -> dict[str, Any]:
+    return dict(
+        captions=captions,
+        summaries=summaries,
+        counts=np.array([len(b) for b in boxes], np.int64),
+        boxes=np.concatenate(boxes).astype(np.float32) if boxes else np.zeros((0, 4), np.float32),
+        objects=np.concatenate(objects).astype(np.int64) if objects else np.zeros((0, 3), np.int64),
+        labels={k: np.asarray(labels[k], np.int64) for k in LABEL_KEYS},
+    )
+
+
+def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return dict(
+        captions=[c for p in parts for c in p["captions"]],
+        summaries=[c for p in parts for c in p["summaries"]],
+        counts=np.concatenate([p["counts"] for p in parts]),
+        boxes=np.concatenate([p["boxes"] for p in parts]),
+        objects=np.concatenate([p["objects"] for p in parts]),
+        labels={k: np.concatenate([p["labels"][k] for p in parts]) for k in LABEL_KEYS},
+    )
+
+
+def _world(images: np.ndarray, cols: dict[str, Any], seed: int, knobs: dict[str, Any]) -> World:
+    cuts = np.cumsum(cols["counts"])[:-1]
+    return World(
+        images=images,
+        captions=cols["captions"],
+        summaries=cols["summaries"],
+        boxes=np.split(cols["boxes"], cuts),
+        objects=np.split(cols["objects"], cuts),
+        labels=cols["labels"],
+        seed=seed,
+        knobs=dict(knobs),
+    )
 
 
 def _cache_key(seed: int, image_size: int, knobs: dict[str, Any]) -> str:
@@ -744,80 +787,60 @@ def _cached_sizes(key_dir: Path) -> list[int]:
     return sorted(int(p.name[1:]) for p in key_dir.iterdir() if p.name.startswith("n") and p.name[1:].isdigit())
 
 
-def _load(path: Path, n: int, seed: int, knobs: dict[str, Any]) -> World:
-    """The first ``n`` images of the cached world at ``path`` (images memory-mapped)."""
-    images = np.load(path / "images.npy", mmap_mode="r")[:n]
+def _read_columns(path: Path, n: int) -> dict[str, Any]:
+    """The metadata of the first ``n`` images of the cached world at ``path``."""
     text = json.loads((path / "text.json").read_text())
     with np.load(path / "meta.npz") as meta:
-        offsets = meta["offsets"][: n + 1]
-        objects_flat, boxes_flat = meta["objects"][: offsets[-1]], meta["boxes"][: offsets[-1]]
-        labels = {k: meta[f"label_{k}"][:n].copy() for k in LABEL_KEYS}
-    cuts = offsets[1:-1]
-    return World(
-        images=images,
-        captions=text["captions"][:n],
-        summaries=text["summaries"][:n],
-        boxes=np.split(boxes_flat, cuts),
-        objects=np.split(objects_flat.astype(np.int64), cuts),
-        labels=labels,
-        seed=seed,
-        knobs=dict(knobs),
+        counts = meta["counts"][:n]
+        m = int(counts.sum())
+        return dict(
+            captions=text["captions"][:n],
+            summaries=text["summaries"][:n],
+            counts=counts.astype(np.int64),
+            boxes=meta["boxes"][:m],
+            objects=meta["objects"][:m].astype(np.int64),
+            labels={k: meta[f"label_{k}"][:n].astype(np.int64) for k in LABEL_KEYS},
+        )
+
+
+def _write_columns(path: Path, cols: dict[str, Any]) -> None:
+    np.savez(
+        path / "meta.npz",
+        counts=cols["counts"].astype(np.int8),
+        boxes=cols["boxes"].astype(np.float32),
+        objects=cols["objects"].astype(np.int16),
+        **{f"label_{k}": v for k, v in cols["labels"].items()},
     )
+    (path / "text.json").write_text(json.dumps(dict(captions=cols["captions"], summaries=cols["summaries"])))
 
 
-def _collect(n: int, seed: int, image_size: int, knobs: dict[str, Any], images: np.ndarray, start: int,
-             workers: int, progress: bool) -> dict[str, list]:
-    """Render indices ``[start, n)`` into ``images[start:n]``; returns their metadata in index order."""
+def _render(n: int, seed: int, image_size: int, knobs: dict[str, Any], images: np.ndarray, start: int,
+            workers: int, progress: bool) -> dict[str, Any]:
+    """Render indices ``[start, n)`` into ``images[start:n]``; returns their metadata columns."""
     from tqdm import tqdm
 
     jobs = [(seed, a, min(a + CHUNK, n), image_size, knobs) for a in range(start, n, CHUNK)]
-    meta: dict[str, list] = dict(captions=[], summaries=[], boxes=[], objects=[], labels=[])
+    parts = []
     bar = tqdm(total=n - start, desc="rendering world", unit="img", disable=not progress)
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: the caller may hold torch threads or a tqdm monitor thread
         with mp.get_context("spawn").Pool(workers) as pool:
-            results = pool.imap(_render_range, jobs)
-            for a, chunk, chunk_meta in results:
+            for a, chunk, cols in pool.imap(_render_range, jobs):
                 images[a : a + len(chunk)] = chunk
-                for k in meta:
-                    meta[k] += chunk_meta[k]
+                parts.append(cols)
                 bar.update(len(chunk))
     else:
         for job in jobs:
-            a, chunk, chunk_meta = _render_range(job)
+            a, chunk, cols = _render_range(job)
             images[a : a + len(chunk)] = chunk
-            for k in meta:
-                meta[k] += chunk_meta[k]
+            parts.append(cols)
             bar.update(len(chunk))
     bar.close()
-    return meta
+    return _concat(parts)
 
 
 def _default_workers(n_render: int) -> int:
     return 1 if n_render < PARALLEL_MIN_N else max(1, min(2, os.cpu_count() or 1))
-
-
-def _write_meta(tmp: Path, n: int, prev: World | None, meta: dict[str, list]) -> None:
-    """Metadata files of a world of ``n`` images: ``prev``'s (a cached prefix) followed by ``meta``."""
-    captions = (prev.captions if prev else []) + meta["captions"]
-    summaries = (prev.summaries if prev else []) + meta["summaries"]
-    boxes = (prev.boxes if prev else []) + meta["boxes"]
-    objects = (prev.objects if prev else []) + meta["objects"]
-    labels = {
-        k: np.concatenate([prev.labels[k] if prev else np.zeros(0, np.int64),
-                           np.array([row[k] for row in meta["labels"]], np.int64)])
-        for k in LABEL_KEYS
-    }
-    offsets = np.concatenate([[0], np.cumsum([len(b) for b in boxes])]).astype(np.int64)
-    np.savez(
-        tmp / "meta.npz",
-        offsets=offsets,
-        boxes=np.concatenate(boxes).astype(np.float32),
-        objects=np.concatenate(objects).astype(np.int16),
-        **{f"label_{k}": v for k, v in labels.items()},
-    )
-    (tmp / "text.json").write_text(json.dumps(dict(captions=captions, summaries=summaries)))
-    assert len(captions) == n == len(labels["shape"])
 
 
 def generate(
@@ -866,11 +889,14 @@ def generate(
     eff = check_knobs(**knobs)
     if workers is not None:
         workers = check_positive_int("workers", workers)
+
+    def show(todo: int) -> bool:
+        return todo >= PROGRESS_MIN_N if progress is None else bool(progress)
+
     if not cache:
         images = np.empty((n, image_size, image_size, 3), np.uint8)
-        w = workers or _default_workers(n)
-        meta = _collect(n, seed, image_size, eff, images, 0, w, n >= PROGRESS_MIN_N if progress is None else progress)
-        return _world_from_meta(images, meta, seed, eff)
+        cols = _render(n, seed, image_size, eff, images, 0, workers or _default_workers(n), show(n))
+        return _world(images, cols, seed, eff)
 
     root = cache_dir() / "world"
     root.mkdir(parents=True, exist_ok=True)
@@ -883,42 +909,34 @@ def generate(
         key_dir.mkdir(exist_ok=True)
         for stale in key_dir.glob(".tmp-*"):  # left by a killed writer: every writer holds the lock
             shutil.rmtree(stale, ignore_errors=True)
-        prev = _load(key_dir / f"n{sizes[-1]}", sizes[-1], seed, eff) if sizes else None
-        start = len(prev) if prev else 0
+        start = sizes[-1] if sizes else 0
         tmp = key_dir / f".tmp-{uuid.uuid4().hex}"
         tmp.mkdir()
         try:
             images = np.lib.format.open_memmap(tmp / "images.npy", "w+", np.uint8, (n, image_size, image_size, 3))
-            if prev is not None:
-                images[:start] = prev.images
+            parts = []
+            if start:  # extend the cached prefix: render only the new indices
+                old = key_dir / f"n{start}"
+                images[:start] = np.load(old / "images.npy", mmap_mode="r")
+                parts.append(_read_columns(old, start))
             todo = n - start
-            w = workers or _default_workers(todo)
-            meta = _collect(n, seed, image_size, eff, images, start, w,
-                            todo >= PROGRESS_MIN_N if progress is None else progress)
+            parts.append(_render(n, seed, image_size, eff, images, start, workers or _default_workers(todo), show(todo)))
             images.flush()
             del images
-            _write_meta(tmp, n, prev, meta)
+            _write_columns(tmp, _concat(parts))
             (tmp / "info.json").write_text(json.dumps(
                 dict(version=WORLD_VERSION, n=n, seed=seed, image_size=image_size, knobs=eff), indent=1))
             os.replace(tmp, key_dir / f"n{n}")  # publish atomically
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        for old in sizes:  # open memory maps of the old files stay valid (POSIX unlink semantics)
-            shutil.rmtree(key_dir / f"n{old}", ignore_errors=True)
+        for old_n in sizes:  # open memory maps of the old files stay valid (POSIX unlink semantics)
+            shutil.rmtree(key_dir / f"n{old_n}", ignore_errors=True)
         return _load(key_dir / f"n{n}", n, seed, eff)
 
 
-def _world_from_meta(images: np.ndarray, meta: dict[str, list], seed: int, knobs: dict[str, Any]) -> World:
-    return World(
-        images=images,
-        captions=meta["captions"],
-        summaries=meta["summaries"],
-        boxes=meta["boxes"],
-        objects=meta["objects"],
-        labels={k: np.array([row[k] for row in meta["labels"]], np.int64) for k in LABEL_KEYS},
-        seed=seed,
-        knobs=dict(knobs),
-    )
+def _load(path: Path, n: int, seed: int, knobs: dict[str, Any]) -> World:
+    """The first ``n`` images of the cached world at ``path``, images memory-mapped."""
+    return _world(np.load(path / "images.npy", mmap_mode="r")[:n], _read_columns(path, n), seed, knobs)
 
 
 def sample_grid(images: np.ndarray | World, indices: Sequence[int] | None = None, ncols: int = 8,

@@ -1,0 +1,38 @@
+"""Tables for the book: metrics over seeds as mean ± std, beside chance and the papers' numbers."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def seed_values(records: Sequence[dict], key: str) -> np.ndarray:
+    """``key`` of every record's metrics (one per seed)."""
+    return np.array([r["metrics"][key] for r in records], dtype=float)
+
+
+def mean_std(values: Iterable[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; 0 for a single value)."""
+    v = np.asarray(list(values), dtype=float)
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def fmt(mean: float, std: float, percent: bool = True) -> str:
+    scale = 100.0 if percent else 1.0
+    return f"{mean * scale:.1f} ± {std * scale:.1f}" if percent else f"{mean:.3f} ± {std:.3f}"
+
+
+def metrics_table(records: Sequence[dict], keys: Sequence[str], chance: dict[str, float] | None = None,
+                  labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per metric: mean, std, n seeds, "mean ± std" in percent, and chance where known."""
+    rows = []
+    for key in keys:
+        m, s = mean_std(seed_values(records, key))
+        row = {"metric": (labels or {}).get(key, key), "mean": m, "std": s, "seeds": len(records),
+               "this book (%)": fmt(m, s)}
+        if chance is not None:
+            row["chance (%)"] = f"{100 * chance[key]:.1f}" if key in chance else ""
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("metric")
