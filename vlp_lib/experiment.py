@@ -23,9 +23,10 @@ from .data.paired import PairedData, from_world
 from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
 from .suite import evaluate_suite
-from .methods import check_method_name, create_method
-from .models import check_model_name, create_model
+from .methods import check_method_name, create_method, method_class
+from .models import DEFAULT_PRECISION, check_model_name, create_model
 from .paths import checkpoint_dir
+from .teachers import check_teacher, clip_text_features, minilm_features
 from .train import TrainConfig, train
 
 RUN_KIND = "train"
@@ -72,8 +73,10 @@ def make_config(
     for name in config["eval_tasks"]:
         if name not in task_lib.TASKS:
             raise ValueError(f"eval_tasks: unknown task {name!r}; known: {sorted(task_lib.TASKS)}")
+    params.setdefault("precision", DEFAULT_PRECISION[config["model"]])
     train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
     train_cfg.validate(n_train)
+    method_class(config["method"]).check_kwargs(config["method_kwargs"], train_cfg.episode_length(n_train))
     config.update({k: v for k, v in vars(train_cfg).items() if k in _TRAIN_FIELDS})
     config["betas"] = list(config["betas"])
     unknown = set(overrides) - set(config) - {"tsne_points"}
@@ -103,6 +106,27 @@ def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     return data, tokenizer, model
 
 
+def method_arguments(config: dict[str, Any], data: PairedData, model: torch.nn.Module) -> dict[str, Any]:
+    """The method's constructor arguments: ``method_kwargs`` plus what only exists once data and model
+    do (the model's representation size, the external teacher's features of the training captions)."""
+    kwargs = dict(config["method_kwargs"])
+    teacher = check_teacher(kwargs.pop("external_teacher", "none"))
+    if config["method"] != "protoclip":
+        return kwargs
+    kwargs["embed_dim"] = int(model.text_projection.shape[1])
+    if teacher == "minilm":
+        kwargs["external_features"] = minilm_features(data.captions)
+    elif teacher == "clip":
+        # the text encoder of the CLIP baseline trained with the same scale, data and seed (Fig. 6 (d))
+        clip_config = {**config, "method": "clip", "method_kwargs": {}, "episode_size": None,
+                       "image_lock_fraction": 0.0}
+        record = run(clip_config)
+        clip_model, tokenizer = load_trained(record)
+        kwargs["external_features"] = clip_text_features(clip_model, tokenizer, data.captions,
+                                                         cache_key=record["config_hash"] + record["code_fingerprint"])
+    return kwargs
+
+
 def checkpoint_path(config: dict[str, Any]):
     return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config)}-{runs.code_fingerprint()}.pt"
 
@@ -113,7 +137,7 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
     def compute() -> dict[str, Any]:
         t0 = time.perf_counter()
         data, tokenizer, model = build(config)
-        method = create_method(config["method"], **config["method_kwargs"])
+        method = create_method(config["method"], **method_arguments(config, data, model))
         t_setup = time.perf_counter() - t0
         result = train(model, method, data, train_config(config, progress), checkpoint_path(config))
         t0 = time.perf_counter()

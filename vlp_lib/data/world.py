@@ -821,15 +821,19 @@ def _render(n: int, seed: int, image_size: int, knobs: dict[str, Any], images: n
 
     jobs = [(seed, a, min(a + CHUNK, n), image_size, knobs) for a in range(start, n, CHUNK)]
     parts = []
-    bar = tqdm(total=n - start, desc="rendering world", unit="img", disable=not progress)
     if workers > 1 and len(jobs) > 1:
-        # spawn, not fork: the caller may hold torch threads or a tqdm monitor thread
-        with mp.get_context("spawn").Pool(workers) as pool:
+        # fork where there is one: spawn re-executes the caller's __main__ in every worker, which deadlocks
+        # an unguarded script that is itself inside a results-store lock. The workers only run PIL and
+        # numpy, and the bar is created after the pool, so no torch or tqdm thread state is inherited.
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        with mp.get_context(method).Pool(workers) as pool:
+            bar = tqdm(total=n - start, desc="rendering world", unit="img", disable=not progress)
             for a, chunk, cols in pool.imap(_render_range, jobs):
                 images[a : a + len(chunk)] = chunk
                 parts.append(cols)
                 bar.update(len(chunk))
     else:
+        bar = tqdm(total=n - start, desc="rendering world", unit="img", disable=not progress)
         for job in jobs:
             a, chunk, cols = _render_range(job)
             images[a : a + len(chunk)] = chunk

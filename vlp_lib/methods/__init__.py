@@ -10,8 +10,9 @@ from typing import Any
 
 from .base import Batch, Episode, Method
 from .clip import CLIP
+from .protoclip import ProtoCLIP
 
-_METHODS: dict[str, type[Method]] = {"clip": CLIP}
+_METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP}
 
 
 def register_method(cls: type[Method]) -> type[Method]:
@@ -29,8 +30,12 @@ def check_method_name(name: str) -> str:
     return name
 
 
+def method_class(name: str) -> type[Method]:
+    return _METHODS[check_method_name(name)]
+
+
 def create_method(name: str, **kwargs: Any) -> Method:
     return _METHODS[check_method_name(name)](**kwargs)
 
 
-__all__ = ["Batch", "Episode", "Method", "CLIP", "create_method", "available_methods", "register_method"]
+__all__ = ["Batch", "Episode", "Method", "CLIP", "ProtoCLIP", "create_method", "available_methods", "register_method"]

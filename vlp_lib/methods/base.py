@@ -42,6 +42,12 @@ class Method(nn.Module):
 
     name = "base"
 
+    @classmethod
+    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
+        """``ValueError`` naming the parameter for invalid method arguments (called before any compute)."""
+        if kwargs:
+            raise ValueError(f"method_kwargs: {cls.name} takes no arguments, got {sorted(kwargs)}")
+
     def on_episode_start(self, model: nn.Module, episode: Episode) -> None:
         """Per-episode work before training on it (ProtoCLIP: features, K-Means, PBT). Record stage
         times in ``episode.timings`` (seconds); the trainer adds them to the run's timings."""
