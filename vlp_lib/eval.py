@@ -22,11 +22,9 @@ import warnings
 
 from typing import Any, Callable, Iterable, Sequence
 
-import faiss
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.cluster import kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
@@ -34,6 +32,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from vlp_lib.cluster import kmeans
 from vlp_lib.data.transforms import to_model_input
 
 ArrayLike = Any  # numpy array, numpy memmap or torch tensor
@@ -471,13 +470,11 @@ def clustering_scores(
     truth classes"). The features are L2-normalised first: the models compare representations by cosine
     similarity, and ProtoCLIP clusters normalised representations.
 
-    K-Means is faiss's (GPU when faiss has one), ``niter`` Lloyd iterations (20, as ProtoCLIP's prototype
-    K-Means, Sec. IV-D), on every point (faiss would otherwise subsample 256 points per centroid). faiss
-    starts from random points, which on a 10-class set often merges two classes into one cluster and
-    splits another (ARI ~0.85 on perfectly separated blobs), so each of the ``nredo`` runs starts from
-    scikit-learn's k-means++ seeding (``kmeans_plusplus``, as ``sklearn.cluster.KMeans``) and the run with
-    the lowest K-Means objective is kept. Scores by scikit-learn's ``adjusted_rand_score`` and
-    ``adjusted_mutual_info_score``; deterministic given ``seed``.
+    K-Means is ``vlp_lib.cluster.kmeans``: faiss's Lloyd iterations (``niter`` = 20, as ProtoCLIP's
+    prototype K-Means, Sec. IV-D) from k-means++ seeds, the best of ``nredo`` restarts. faiss's own random
+    seeding often merges two classes into one cluster and splits another (ARI ~0.85 on perfectly separated
+    blobs). Scores by scikit-learn's ``adjusted_rand_score`` and ``adjusted_mutual_info_score``;
+    deterministic given ``seed``.
     """
     x = F.normalize(_feats(feats, "feats"), dim=-1).numpy()
     y = _labels(labels, "labels")
@@ -489,23 +486,7 @@ def clustering_scores(
         raise ValueError(f"feats has {len(x)} rows, fewer than the {n_clusters} classes in labels")
     if nredo <= 0 or niter <= 0:
         raise ValueError(f"niter and nredo must be positive, got {niter}, {nredo}")
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    best_obj, best_pred = np.inf, None
-    for run in range(nredo):
-        init, _ = kmeans_plusplus(x, n_clusters, random_state=seed * 1_000 + run)
-        kmeans = faiss.Kmeans(
-            x.shape[1],
-            n_clusters,
-            niter=niter,
-            seed=seed * 1_000 + run,
-            gpu=faiss.get_num_gpus() > 0,
-            max_points_per_centroid=int(np.ceil(len(x) / n_clusters)) + 1,
-            min_points_per_centroid=1,  # no warning on small evaluation sets
-            verbose=False,
-        )
-        obj = kmeans.train(x, init_centroids=np.ascontiguousarray(init, dtype=np.float32))
-        if obj < best_obj:
-            best_obj, best_pred = obj, kmeans.index.search(x, 1)[1].reshape(-1)
+    _, best_pred = kmeans(x, n_clusters, niter=niter, nredo=nredo, seed=seed)
     return {"ari": float(adjusted_rand_score(y, best_pred)), "ami": float(adjusted_mutual_info_score(y, best_pred))}
 
 

@@ -49,7 +49,8 @@ def proto_loss(
         )
     if student_feats.shape[1] != student_centroids.shape[1]:
         raise ValueError(
-            f"student_centroids has dimension {student_centroids.shape[1]} but student_feats has {student_feats.shape[1]}"
+            f"student_centroids has dimension {student_centroids.shape[1]} "
+            f"but student_feats has {student_feats.shape[1]}"
         )
     logits = logit_scale * student_feats @ student_centroids.detach().to(student_feats.dtype).T
     targets = targets.detach()
