@@ -19,6 +19,7 @@ import pandas as pd
 from . import experiment, runs
 from .config import check_positive_int, scale_defaults
 from .report import mean_std
+from .suite import VALIDATION_TASKS
 from .teachers import check_teacher
 
 SWEEPS = {
@@ -44,7 +45,6 @@ ABLATION_SCALES: dict[str, dict[str, Any]] = {
                   images_per_prototype_values=(5, 10, 20, 50, 100), teachers=("none", "clip", "minilm")),
 }
 EPISODE_FRACTION = 0.2  # IV-D: 0.2M pairs per episode out of 1M
-VALIDATION_TASKS = ["shapes10", "shapes_colours", "clutter10"]
 
 # Throughputs of rn-tiny on the 2-core CPU (benchmarks), for the time estimate only.
 # K-Means: benchmarks/bench_cluster.py measured 317-481 s for N = 200,000, K = 20,000, d = 128, 20 iterations
@@ -130,7 +130,7 @@ def make_plan(
         return experiment.make_config(
             scale, method="protoclip", seed=seed, train_size=n, episode_size=episode, epochs=total / n,
             batch_size=batch, task_train=sizes["task_train"], task_test=sizes["task_test"],
-            retrieval_images=sizes["retrieval_images"], eval_tasks=VALIDATION_TASKS, method_kwargs=kwargs)
+            retrieval_images=sizes["retrieval_images"], eval_tasks=list(VALIDATION_TASKS), method_kwargs=kwargs)
 
     plan = Plan(scale=scale, base=dict(episode_size=episode_size, k=k, images_per_prototype=images_per_prototype,
                                        target_temperature=target_temperature, external_teacher=external_teacher,

@@ -20,8 +20,8 @@ def mean_std(values: Iterable[float]) -> tuple[float, float]:
 
 
 def fmt(mean: float, std: float, percent: bool = True) -> str:
-    scale = 100.0 if percent else 1.0
-    return f"{mean * scale:.1f} ± {std * scale:.1f}" if percent else f"{mean:.3f} ± {std:.3f}"
+    """"12.3 ± 0.4" for fractions shown in percent, "0.123 ± 0.004" otherwise."""
+    return f"{100 * mean:.1f} ± {100 * std:.1f}" if percent else f"{mean:.3f} ± {std:.3f}"
 
 
 def metrics_table(records: Sequence[dict], keys: Sequence[str], chance: dict[str, float] | None = None,
