@@ -187,8 +187,8 @@ class ProtoCLIP(Method):
         episode.timings.update({"feature_extraction": t1 - t0, "kmeans": t2 - t1, "pbt": t3 - t2})
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        _, _, h_i, h_t = z = self.project(model, batch.images, batch.texts)
-        z_i, z_t = F.normalize(z[0], dim=-1), F.normalize(z[1], dim=-1)
+        z_i, z_t, h_i, h_t = self.project(model, batch.images, batch.texts)
+        z_i, z_t = F.normalize(z_i, dim=-1), F.normalize(z_t, dim=-1)
         logs: dict[str, float] = {}
         total = torch.zeros((), device=h_i.device)
         if self.clip_weight:
