@@ -66,11 +66,102 @@ def random_resized_crop(
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
 
 
-# Training augmentations by name. "none" is what ProtoCLIP (Table XI) calls "No Augmentation":
-# resize and crop with a random scale between 90% and 100%. "off" feeds the images unchanged.
+def _draw(n: int, low: float, high: float, generator: torch.Generator | None) -> torch.Tensor:
+    return torch.empty(n).uniform_(low, high, generator=generator)
+
+
+def _chosen(n: int, p: float, generator: torch.Generator | None) -> torch.Tensor:
+    """``[N]`` bool: which images of the batch a transform with probability ``p`` applies to."""
+    return torch.rand(n, generator=generator) < p
+
+
+# Rec. 601 luma, as torchvision's rgb_to_grayscale
+_LUMA = torch.tensor([0.299, 0.587, 0.114])
+# RGB -> YIQ; a hue shift is a rotation of the (I, Q) chroma plane
+_YIQ = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]])
+
+
+def _gray(x: torch.Tensor) -> torch.Tensor:
+    return torch.einsum("nchw,c->nhw", x, _LUMA.to(x.device, x.dtype)).unsqueeze(1)
+
+
+def color_jitter(
+    x: torch.Tensor,
+    brightness: float = 0.4,
+    contrast: float = 0.4,
+    saturation: float = 0.4,
+    hue: float = 0.1,
+    p: float = 0.8,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Batched ``ColorJitter(brightness, contrast, saturation, hue)`` applied with probability ``p``
+    per image, on ``[N, 3, H, W]`` in ``[0, 1]``.
+
+    Factors are drawn per image as torchvision draws them (brightness, contrast and saturation in
+    ``[1 - v, 1 + v]``, hue in ``[-hue, hue]`` of a turn). Two simplifications keep it one pass over the
+    batch: the four operations run in a fixed order rather than a random one, and the hue shift is a
+    rotation of the YIQ chroma plane rather than an HSV round trip.
+    """
+    n = x.shape[0]
+    apply = _chosen(n, p, generator).to(x.device).view(n, 1, 1, 1)
+    b = _draw(n, 1 - brightness, 1 + brightness, generator).to(x.device, x.dtype).view(n, 1, 1, 1)
+    c = _draw(n, 1 - contrast, 1 + contrast, generator).to(x.device, x.dtype).view(n, 1, 1, 1)
+    s = _draw(n, 1 - saturation, 1 + saturation, generator).to(x.device, x.dtype).view(n, 1, 1, 1)
+    angle = _draw(n, -hue, hue, generator) * 2 * math.pi
+    y = (x * b).clamp(0, 1)
+    mean_gray = _gray(y).mean(dim=(1, 2, 3), keepdim=True)
+    y = ((y - mean_gray) * c + mean_gray).clamp(0, 1)
+    gray = _gray(y)
+    y = ((y - gray) * s + gray).clamp(0, 1)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    rotation = torch.zeros(n, 3, 3)
+    rotation[:, 0, 0] = 1
+    rotation[:, 1, 1], rotation[:, 1, 2] = cos, -sin
+    rotation[:, 2, 1], rotation[:, 2, 2] = sin, cos
+    hue_matrix = (torch.linalg.inv(_YIQ) @ rotation @ _YIQ).to(x.device, x.dtype)  # [N, 3, 3]
+    y = torch.einsum("nij,njhw->nihw", hue_matrix, y).clamp(0, 1)
+    return torch.where(apply, y, x)
+
+
+def random_grayscale(x: torch.Tensor, p: float = 0.2, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``RandomGrayscale(p)`` on ``[N, 3, H, W]``: the luma copied to all three channels."""
+    apply = _chosen(x.shape[0], p, generator).to(x.device).view(-1, 1, 1, 1)
+    return torch.where(apply, _gray(x).expand_as(x), x)
+
+
+def gaussian_blur(
+    x: torch.Tensor,
+    sigma: tuple[float, float] = (0.1, 2.0),
+    p: float = 0.5,
+    kernel_fraction: float = 0.1,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """SimCLR's Gaussian blur with probability ``p``: a per-image sigma in ``sigma`` and a kernel of
+    ``kernel_fraction`` of the image side (odd, at least 3), applied as two grouped 1-D convolutions."""
+    n, ch, h, w = x.shape
+    apply = _chosen(n, p, generator).to(x.device).view(n, 1, 1, 1)
+    size = max(3, int(kernel_fraction * max(h, w)) // 2 * 2 + 1)
+    sig = _draw(n, sigma[0], sigma[1], generator)
+    offsets = torch.arange(size, dtype=torch.float32) - size // 2
+    kernel = torch.exp(-0.5 * (offsets.view(1, -1) / sig.view(-1, 1)) ** 2)
+    kernel = (kernel / kernel.sum(dim=1, keepdim=True)).repeat_interleave(ch, dim=0).to(x.device, x.dtype)
+    y = x.reshape(1, n * ch, h, w)
+    pad = size // 2
+    y = F.conv2d(F.pad(y, (pad, pad, 0, 0), mode="reflect"), kernel.view(n * ch, 1, 1, size), groups=n * ch)
+    y = F.conv2d(F.pad(y, (0, 0, pad, pad), mode="reflect"), kernel.view(n * ch, 1, size, 1), groups=n * ch)
+    return torch.where(apply, y.view(n, ch, h, w), x)
+
+
+# Training augmentations by name (Section IV-A-3 and Table XI). "none" is what ProtoCLIP calls
+# "No Augmentation": resize and crop with a random scale between 90% and 100%. "simclr" is SimCLR's
+# recipe (crop 8-100%, flip, colour jitter 0.4/0.4/0.4/0.1 with p = 0.8, grayscale p = 0.2, blur p = 0.5);
+# "protoclip" is the paper's lighter version of it: crop 50-100% and colour jitter with p = 0.2.
+# "off" feeds the images unchanged.
 AUGMENTATIONS: dict[str, dict] = {
     "off": {},
     "none": {"scale": (0.9, 1.0)},
+    "simclr": {"scale": (0.08, 1.0), "flip_p": 0.5, "jitter_p": 0.8, "gray_p": 0.2, "blur_p": 0.5},
+    "protoclip": {"scale": (0.5, 1.0), "flip_p": 0.5, "jitter_p": 0.2, "gray_p": 0.2, "blur_p": 0.5},
 }
 
 
@@ -81,4 +172,14 @@ def augment(x: torch.Tensor, name: str, generator: torch.Generator | None = None
     spec = AUGMENTATIONS[name]
     if not spec:
         return x
-    return random_resized_crop(x, scale=spec["scale"], flip_p=spec.get("flip_p", 0.0), generator=generator)
+    x = random_resized_crop(x, scale=spec["scale"], flip_p=spec.get("flip_p", 0.0), generator=generator)
+    if not any(spec.get(key, 0.0) for key in ("jitter_p", "gray_p", "blur_p")):
+        return x
+    # colour operations are defined on [0, 1] images
+    mean = torch.tensor(MEAN, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    x = (x * std + mean).clamp(0, 1)
+    x = color_jitter(x, p=spec["jitter_p"], generator=generator)
+    x = random_grayscale(x, p=spec["gray_p"], generator=generator)
+    x = gaussian_blur(x, p=spec["blur_p"], generator=generator)
+    return (x - mean) / std
