@@ -18,9 +18,11 @@ normalization", C.2).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import warnings
-
-from typing import Any, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -256,14 +258,20 @@ def _val_split(n: int, y: np.ndarray, val_fraction: float, seed: int) -> tuple[n
 
 
 def _fit_logreg(x: np.ndarray, y: np.ndarray, C: float, max_iter: int, seed: int) -> LogisticRegression:
-    clf = LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter, random_state=seed)
-    # The probe's matrix products are small (N x D x C). On the shared 2-core machine, two OpenBLAS threads
-    # spin waiting for a free core: one thread made the 5,000 x 128, 100-class probe 27 s -> 1.7 s.
-    # Weakly regularised fits (large C) may stop at max_iter = 1000, the paper's limit (IV-C-2); that is
-    # recorded as ``converged`` in the result instead of a warning in every notebook cell.
+    return LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter, random_state=seed).fit(x, y)
+
+
+@contextlib.contextmanager
+def _probe_threads() -> Iterator[None]:
+    """One BLAS thread per fit, and no ConvergenceWarning. The probe's matrix products are small
+    (N x D x C): on the shared 2-core machine two OpenBLAS threads per fit spin waiting for a free core
+    (one thread made the 5,000 x 128, 100-class probe 27 s -> 1.7 s). Weakly regularised fits (large C)
+    may stop at max_iter = 1000, the paper's limit (IV-C-2); that is recorded as ``converged`` in the
+    result instead of a warning in every notebook cell. Both settings are process-wide, so they are set
+    once here, around all the fits, never inside a worker thread."""
     with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return clf.fit(x, y)
+        yield
 
 
 def linear_probe(
@@ -314,14 +322,21 @@ def linear_probe(
     fit_idx, val_idx = _val_split(len(xtr), ytr, val_fraction, seed)
     scaler = StandardScaler().fit(xtr[fit_idx])
     x_fit, x_val = scaler.transform(xtr[fit_idx]), scaler.transform(xtr[val_idx])
-    val_accuracies = {}
-    for C in Cs:
+
+    def val_accuracy(C: float) -> float:
         clf = _fit_logreg(x_fit, ytr[fit_idx], C, max_iter, seed)
-        val_accuracies[C] = float((clf.predict(x_val) == ytr[val_idx]).mean())
+        return float((clf.predict(x_val) == ytr[val_idx]).mean())
+
+    # The fits are independent and single-threaded, so they share the cores; the weakly regularised
+    # ones take the most iterations and start first.
+    order = sorted(Cs, reverse=True)
+    with _probe_threads(), ThreadPoolExecutor(max_workers=min(len(Cs), os.cpu_count() or 1)) as pool:
+        val_accuracies = dict(zip(order, pool.map(val_accuracy, order)))
     best_C = max(Cs, key=lambda c: (val_accuracies[c], -c))
 
     scaler = StandardScaler().fit(xtr)
-    clf = _fit_logreg(scaler.transform(xtr), ytr, best_C, max_iter, seed)
+    with _probe_threads():
+        clf = _fit_logreg(scaler.transform(xtr), ytr, best_C, max_iter, seed)
     accuracy = float((clf.predict(scaler.transform(xte)) == yte).mean())
     return {
         "accuracy": accuracy,

@@ -36,3 +36,31 @@ def metrics_table(records: Sequence[dict], keys: Sequence[str], chance: dict[str
             row["chance (%)"] = f"{100 * chance[key]:.1f}" if key in chance else ""
         rows.append(row)
     return pd.DataFrame(rows).set_index("metric")
+
+
+VERDICT_RULE = (
+    "Per seed, the difference between the claimed-better setting and its reference (same seed, so the seed's "
+    "common luck cancels); mean ± std over seeds, standard error se = std / sqrt(seeds). Reproduced: "
+    "mean - 2 se > 0. Not reproduced: mean + 2 se < 0 (the opposite holds). Inconclusive otherwise, and "
+    "with fewer than 3 seeds."
+)
+
+
+def paired_differences(better: dict[int, float], reference: dict[int, float]) -> np.ndarray:
+    """``better[seed] - reference[seed]`` for every seed both have, in seed order."""
+    seeds = sorted(set(better) & set(reference))
+    return np.array([better[s] - reference[s] for s in seeds], dtype=float)
+
+
+def verdict(differences: Sequence[float]) -> str:
+    """"reproduced" / "not reproduced" / "inconclusive" for per-seed differences, by ``VERDICT_RULE``."""
+    d = np.asarray(differences, dtype=float)
+    if len(d) < 3:
+        return "inconclusive"
+    mean, std = mean_std(d)
+    se = std / np.sqrt(len(d))
+    if mean - 2 * se > 0:
+        return "reproduced"
+    if mean + 2 * se < 0:
+        return "not reproduced"
+    return "inconclusive"
