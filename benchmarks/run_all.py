@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_world.py", "bench_train.py"]
+SCRIPTS = ["bench_world.py", "bench_train.py", "bench_augment.py"]
 
 
 def main() -> None:

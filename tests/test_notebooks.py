@@ -11,7 +11,10 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("
 
 
 def test_there_are_notebooks():
-    assert {p.name for p in NOTEBOOKS} >= {"world_tour.ipynb", "clip_baseline.ipynb"}
+    assert {p.name for p in NOTEBOOKS} >= {"world_tour.ipynb", "clip_baseline.ipynb", "protoclip_ablation.ipynb",
+                                           "protoclip_components.ipynb", "protoclip_benchmark.ipynb",
+                                           "protoclip_clustering.ipynb", "protoclip_efficiency.ipynb",
+                                           "scorecard.ipynb"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -32,8 +35,17 @@ def test_parameters_cell_is_documented(path):
     assert all("#" in line for line in lines), "every parameter has a comment (papermill --help-notebook shows it)"
 
 
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory):
+    """One results store and checkpoint folder for every notebook, as in `make book`: later notebooks (the
+    clustering, efficiency and scorecard pages) load the runs earlier ones stored instead of retraining."""
+    return tmp_path_factory.mktemp("book_results"), tmp_path_factory.mktemp("book_checkpoints")
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_runs_at_smoke_scale(path, tmp_path):
+def test_runs_at_smoke_scale(path, tmp_path, shared_store, monkeypatch):
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(shared_store[0]))
+    monkeypatch.setenv("VLP_CHECKPOINT_DIR", str(shared_store[1]))
     papermill.execute_notebook(
         str(path), str(tmp_path / path.name), parameters={"scale": "smoke"}, kernel_name="python3",
         cwd=str(path.parent), progress_bar=False,

@@ -81,3 +81,10 @@ def test_simclr_changes_images_more_than_protoclip_more_than_none():
 def test_unknown_augmentation_is_refused():
     with pytest.raises(ValueError, match="augmentation"):
         augment(_images(), "heavy")
+
+
+def test_from_model_input_inverts_to_model_input():
+    images = (_images(4) * 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    from vlp_lib.data.transforms import from_model_input
+
+    assert (from_model_input(to_model_input(images)) == images).all()

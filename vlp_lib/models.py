@@ -14,6 +14,7 @@ from pathlib import Path
 
 import open_clip
 import torch
+from open_clip.modified_resnet import ModifiedResNet
 
 CONFIG_DIR = Path(__file__).parent / "model_configs"
 CPU_PRESETS = ("vit-tiny", "rn-tiny")
@@ -64,6 +65,10 @@ def create_model(
         )
     finally:
         logging.disable(logging.NOTSET)
+    if isinstance(model.visual, ModifiedResNet):
+        # oneDNN's convolutions are faster on NHWC weights; inputs may stay NCHW. rn-tiny, 2-core CPU, batch 256:
+        # training step 253 -> 236 ms, image-tower inference on 2,048 images 320 -> 183 ms.
+        model = model.to(memory_format=torch.channels_last)
     return model
 
 

@@ -52,15 +52,33 @@ def paired_differences(better: dict[int, float], reference: dict[int, float]) ->
     return np.array([better[s] - reference[s] for s in seeds], dtype=float)
 
 
-def verdict(differences: Sequence[float]) -> str:
-    """"reproduced" / "not reproduced" / "inconclusive" for per-seed differences, by ``VERDICT_RULE``."""
+def direction(differences: Sequence[float]) -> str:
+    """"higher" / "lower" / "within noise" (or "too few seeds") for per-seed differences, by the rule of
+    ``VERDICT_RULE``: the mean is more than two standard errors away from zero."""
     d = np.asarray(differences, dtype=float)
     if len(d) < 3:
-        return "inconclusive"
+        return "too few seeds"
     mean, std = mean_std(d)
     se = std / np.sqrt(len(d))
     if mean - 2 * se > 0:
-        return "reproduced"
+        return "higher"
     if mean + 2 * se < 0:
-        return "not reproduced"
-    return "inconclusive"
+        return "lower"
+    return "within noise"
+
+
+def verdict(differences: Sequence[float]) -> str:
+    """"reproduced" / "not reproduced" / "inconclusive" for the per-seed differences of a claim ("the
+    claimed-better setting minus its reference"), by ``VERDICT_RULE``."""
+    return {"higher": "reproduced", "lower": "not reproduced"}.get(direction(differences), "inconclusive")
+
+
+def scorecard(scale: str = "laptop") -> pd.DataFrame:
+    """Every headline claim of the book's papers against this book's stored runs at ``scale``: columns
+    ``paper``, ``claim``, ``paper_value``, ``book_value``, ``verdict`` (reproduced / not reproduced /
+    inconclusive by ``VERDICT_RULE`` and the rules in ``vlp_lib.protoclip_chapter``; "not run" when the
+    runs are not in the results store: execute the chapter's notebooks first). Trains nothing."""
+    from . import protoclip_chapter  # late: the chapter plans import this module
+
+    return pd.DataFrame(protoclip_chapter.claims(scale),
+                        columns=["paper", "claim", "paper_value", "book_value", "verdict"])

@@ -2,7 +2,8 @@
 
 A record holds the run's config, its hash, metrics, per-stage timings, seed, package versions, the
 git commit and the *code fingerprint*: a hash of the source of every module that computes
-(``vlp_lib`` except presentation modules: plots, reports, paper numbers, this store). Lookups use
+(``vlp_lib`` except the modules that only plan runs or present them: plots, reports, paper numbers, the
+ablation and chapter plans, this store). Lookups use
 the config hash; a record whose fingerprint differs from the current code's is *stale*: it is not
 reused, the run is recomputed and the record replaced (the notebook prints that it does so). So
 editing a plot or a notebook's prose reuses every result, while editing a loss recomputes.
@@ -31,8 +32,10 @@ from filelock import FileLock
 from .paths import REPO_ROOT, results_dir
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-# Modules that only present results: changing them must not invalidate stored numbers.
-PRESENTATION_MODULES = {"plots.py", "report.py", "papers.py", "runs.py", "paths.py"}
+# Modules that only plan runs or present results: changing them must not invalidate stored numbers. A
+# planning module (the ablation's and the chapter's) only writes configs, and a config is the record's key.
+PRESENTATION_MODULES = {"plots.py", "report.py", "papers.py", "runs.py", "paths.py", "ablation.py",
+                        "protoclip_chapter.py"}
 TRACKED_PACKAGES = ("torch", "torchvision", "open_clip_torch", "faiss-cpu", "scikit-learn", "numpy", "sentence-transformers")
 
 

@@ -183,3 +183,11 @@ def augment(x: torch.Tensor, name: str, generator: torch.Generator | None = None
     x = random_grayscale(x, p=spec["gray_p"], generator=generator)
     x = gaussian_blur(x, p=spec["blur_p"], generator=generator)
     return (x - mean) / std
+
+
+def from_model_input(x: torch.Tensor) -> np.ndarray:
+    """The inverse of ``to_model_input`` (without resizing): normalised ``[N, 3, H, W]`` -> uint8 ``[N, H, W, 3]``,
+    e.g. to look at augmented images."""
+    mean = torch.tensor(MEAN, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    return (((x * std + mean).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1).cpu().numpy())
