@@ -101,3 +101,12 @@ def test_verdict_rule():
     assert report.verdict([0.02, -0.02, 0.01]) == "inconclusive"
     assert report.verdict([0.5, 0.5]) == "inconclusive"  # fewer than 3 seeds
     np.testing.assert_allclose(report.paired_differences({0: 1.0, 1: 2.0, 2: 5.0}, {1: 1.5, 2: 1.0, 3: 0.0}), [0.5, 4.0])
+
+
+def test_list_parameters_accept_papermill_strings(no_compute):
+    """papermill's -p passes lists as strings: "[]", "[0]" or comma-separated names must work."""
+    assert len(ablation.make_plan("laptop", sweeps="[]", seeds="[0]").runs) == 1
+    plan = ablation.make_plan("laptop", sweeps="target_temperature", seeds="0,1,2")
+    assert {r.sweep for r in plan.runs} == {"base", "target_temperature"} and plan.seeds == [0, 1, 2]
+    with pytest.raises(ValueError, match="sweeps"):
+        ablation.make_plan("laptop", sweeps="[episode_size")

@@ -33,6 +33,8 @@ def test_parameters_cell_is_documented(path):
     lines = [line for line in "".join(tagged[0]["source"]).splitlines() if "=" in line and not line.startswith("#")]
     assert any(line.startswith("scale =") for line in lines)
     assert all("#" in line for line in lines), "every parameter has a comment (papermill --help-notebook shows it)"
+    # papermill must parse every line, or --help-notebook drops it and -p warns "unknown parameter"
+    assert set(papermill.inspect_notebook(str(path))) == {line.split("=")[0].strip() for line in lines}
 
 
 @pytest.fixture(scope="module")

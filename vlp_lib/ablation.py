@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from . import experiment, runs
-from .config import check_positive_int, scale_defaults
+from .config import as_list, check_positive_int, scale_defaults
 from .report import mean_std, paired_differences, verdict
 from .suite import VALIDATION_TASKS
 from .teachers import check_teacher
@@ -100,12 +100,12 @@ def make_plan(
     the world to fit (the generated world is unbounded); the training amount grows to at least one episode."""
     scale_defaults(scale)
     sizes = ABLATION_SCALES[scale]
+    sweeps, seeds = as_list("sweeps", sweeps), as_list("seeds", seeds)
     for s in sweeps:
         if s not in SWEEPS:
             raise ValueError(f"sweeps: unknown sweep {s!r}; known: {list(SWEEPS)}")
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
-    seeds = [int(s) for s in seeds]
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
     images_per_prototype = check_positive_int("images_per_prototype", images_per_prototype)
     target_temperature = _check_number("target_temperature", target_temperature)
     check_teacher(external_teacher)
@@ -257,4 +257,5 @@ def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg
                      "reference": reference, "paper gain (pp)": c["paper_gain_pp"],
                      "book gain (pp)": f"{100 * m:+.2f} ± {100 * sd:.2f}", "gain": m, "gain_std": sd,
                      "seeds": len(diff), "verdict": verdict(diff)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["sweep", "claim", "setting", "reference", "paper gain (pp)", "book gain (pp)",
+                                       "gain", "gain_std", "seeds", "verdict"])

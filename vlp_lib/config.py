@@ -6,6 +6,7 @@ Explicit notebook parameters win over these defaults (``resolve`` merges them). 
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 SCALES: dict[str, dict[str, Any]] = {
@@ -77,3 +78,23 @@ def check_positive_int(name: str, value: Any) -> int:
     if int(value) <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def as_list(name: str, value: Any) -> list[Any]:
+    """A list-valued notebook parameter from what papermill passes: a list, one scalar (``-p seeds 3``), or a
+    string (``-p seeds "[0, 1]"`` or ``-p sweeps episode_size,external_teacher``; papermill's ``-p`` does not
+    parse lists, its ``-y`` does). Numeric items of a string become ints. ``ValueError`` naming ``name``."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith(("[", "(")):
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError) as err:
+                raise ValueError(f"{name}: cannot read {value!r} as a list") from err
+        else:
+            value = [int(v) if v.strip().lstrip("-").isdigit() else v.strip() for v in text.split(",") if v.strip()]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} must be a list, got {value!r}")
+    return list(value)

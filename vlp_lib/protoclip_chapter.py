@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from . import experiment
-from .config import scale_defaults
+from .config import as_list, scale_defaults
 from .suite import VALIDATION_TASKS
 
 # Sizes per scale. Laptop: 10,240 pairs (every episode of 2,048 a multiple of the batch), the three
@@ -116,9 +116,7 @@ def resolve_seeds(scale: str, seeds: Any) -> list[int]:
     scale_defaults(scale)
     if seeds is None:
         return list(CHAPTER_SCALES[scale]["seeds"])
-    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
-        raise ValueError(f"seeds must be a list of integers, got {seeds!r}")
-    seeds = list(seeds)
+    seeds = as_list("seeds", seeds)
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
     if len(set(seeds)) != len(seeds):

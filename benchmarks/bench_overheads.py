@@ -1,0 +1,127 @@
+"""What the book's machinery costs on top of the model's own work. Prints ``name value`` lines.
+
+    python benchmarks/bench_overheads.py [--pairs 4096] [--skip-protoclip]
+
+trainer_overhead     seconds per sample of ``vlp_lib.train`` training CLIP (data loading, the "none" crop,
+                     schedule, gradient clipping, logging included) / seconds per sample of a bare open_clip
+                     loop (forward, ``open_clip.ClipLoss``, backward, AdamW) on the same model, batch and
+                     precision with the batches prepared in advance (goal <= 1.05)
+mfu                  model FLOPs per second of that bare step (``torch.utils.flop_counter``) / this CPU's
+                     measured fp32 matmul peak (a 2048 x 2048 GEMM on all threads)
+matmul_peak_gflops   that peak
+protoclip_overhead   wall time per training sample of ProtoCLIP (feature extraction + K-Means + PBT + training
+                     steps) / CLIP's, both with the full recipe's ProtoCLIP augmentation, at the chapter's laptop
+                     setting (10,240 pairs, 2 epochs, episodes of 2,048, K = 204, MiniLM teacher) (goal <= 1.25)
+kmeans_share         K-Means share of ProtoCLIP's episode time in that run (goal <= 0.03)
+extraction_share     feature extraction's share of it (the paper: 0.31)
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import open_clip
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from vlp_lib import experiment, protoclip_chapter
+from vlp_lib.data.paired import from_world
+from vlp_lib.data.tokenizer import world_tokenizer
+from vlp_lib.data.transforms import to_model_input
+from vlp_lib.data.world import generate
+from vlp_lib.methods import CLIP, create_method
+from vlp_lib.models import create_model
+from vlp_lib.train import TrainConfig, train
+
+
+def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * n**3 * repeats / (time.perf_counter() - t0)
+
+
+def bare_loop(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """Seconds per step of forward + ClipLoss + backward + AdamW over prepared batches."""
+    loss_fn = open_clip.ClipLoss()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    model.train()
+
+    def step(images: torch.Tensor, texts: torch.Tensor) -> None:
+        out = model(images, texts)
+        loss = loss_fn(out["image_features"], out["text_features"], out["logit_scale"].exp())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    step(*batches[0])  # warm-up
+    t0 = time.perf_counter()
+    for images, texts in batches:
+        step(images, texts)
+    return (time.perf_counter() - t0) / len(batches)
+
+
+def step_flops(model: torch.nn.Module, images: torch.Tensor, texts: torch.Tensor) -> int:
+    with FlopCounterMode(display=False) as counter:
+        out = model(images, texts)
+        (out["image_features"].sum() + out["text_features"].sum()).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def trainer_figures(pairs: int, batch_size: int) -> dict[str, float]:
+    tokenizer = world_tokenizer()
+    data = from_world(generate(pairs, seed=0), tokenizer)
+    config = TrainConfig(epochs=1, batch_size=batch_size, warmup_steps=1, progress=False)
+    model = create_model("rn-tiny", tokenizer.vocab_size, tokenizer.context_length, seed=0)
+    train(model, CLIP(), data, TrainConfig(epochs=2 * batch_size / pairs, batch_size=batch_size, progress=False))
+    ours = 1.0 / train(model, CLIP(), data, config).samples_per_s
+
+    model = create_model("rn-tiny", tokenizer.vocab_size, tokenizer.context_length, seed=0)
+    batches = [(to_model_input(data.images[a : a + batch_size]), data.tokens[a : a + batch_size])
+               for a in range(0, pairs - batch_size + 1, batch_size)]
+    bare_step = bare_loop(model, batches)
+    flops = step_flops(model, *batches[0])
+    peak = matmul_peak_flops()
+    return {"trainer_overhead": ours / (bare_step / batch_size), "bare_step_ms_rn-tiny": 1000 * bare_step,
+            "step_gflop_rn-tiny": flops / 1e9, "matmul_peak_gflops": peak / 1e9,
+            "mfu": flops / bare_step / peak}
+
+
+def protoclip_figures() -> dict[str, float]:
+    proto_row = protoclip_chapter._row(protoclip_chapter.TABLE4, "ProtoCLIP", 1.0)
+    clip_row = protoclip_chapter.Row.of("CLIP", "clip", augmentation=proto_row.augmentation, units=1.0)
+    seconds = {}
+    timings = {}
+    for row in (clip_row, proto_row):
+        config = protoclip_chapter.config(row, "laptop", seed=0)
+        data, _, model = experiment.build(config)
+        method = create_method(config["method"], **experiment.method_arguments(config, data, model))
+        result = train(model, method, data, experiment.train_config(config, progress=False))
+        t = result.timings
+        seconds[row.method] = (t["training"] + t.get("episode_start", 0.0)) / (config["epochs"] * len(data))
+        timings[row.method] = t
+    t = timings["protoclip"]
+    episode = sum(t[s] for s in ("feature_extraction", "kmeans", "pbt", "training"))
+    return {"protoclip_overhead": seconds["protoclip"] / seconds["clip"], "kmeans_share": t["kmeans"] / episode,
+            "extraction_share": t["feature_extraction"] / episode, "pbt_share": t["pbt"] / episode}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=4096)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--skip-protoclip", action="store_true", help="only the trainer figures (about a minute)")
+    args = parser.parse_args()
+    out = trainer_figures(args.pairs, args.batch_size)
+    if not args.skip_protoclip:
+        out.update(protoclip_figures())
+    for name, value in out.items():
+        print(f"{name} {value:.4g}")
+
+
+if __name__ == "__main__":
+    main()
