@@ -200,8 +200,8 @@ def claims(scale: str = "laptop") -> list[dict[str, Any]]:
             return add(claim, paper_value, None, None)
         d = paired_differences(_per_seed(a, metric), _per_seed(b, metric))
         m, s = mean_std(d)
-        unit = " pp" if scale_ == 100 else ""
-        add(claim, paper_value, f"{scale_ * m:+.2f} ± {scale_ * s:.2f}{unit} ({metric}, {len(d)} seeds)", verdict(d))
+        value = (f"{100 * m:+.2f} ± {100 * s:.2f} pp" if scale_ == 100 else f"{m:+.3f} ± {s:.3f}")
+        add(claim, paper_value, f"{value} ({metric}, {len(d)} seeds)", verdict(d))
 
     proto_e, clip_e = _row(TABLE4, "ProtoCLIP", 1.0), _row(TABLE4, "CLIP", 1.0)
     proto_half = _row(TABLE4, "ProtoCLIP", 0.5)
@@ -249,7 +249,8 @@ def claims(scale: str = "laptop") -> list[dict[str, Any]]:
         table = ablation.claims_table(records, plan)
         for _, row in table.iterrows():
             gain = paper_gain.get(row["claim"])
-            add(f"{row['claim']} (Fig. 6 {row['sweep'].split('(')[-1]}", "best" if gain is None else f"+{gain} pp",
+            add(f"{row['claim']} (Fig. 6 {row['sweep'].split('(')[-1]}",
+                "shown in the figure, no number in the text" if gain is None else f"+{gain} pp",
                 f"{row['book gain (pp)']} pp (avg3/linear, {row['seeds']} seeds)", row["verdict"])
     else:
         for c in ablation.paper_claims(plan):
