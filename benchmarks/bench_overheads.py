@@ -96,7 +96,7 @@ def trainer_figures(pairs: int, batch_size: int, repeats: int = 3) -> dict[str, 
 
 
 def protoclip_figures() -> dict[str, float]:
-    proto_row = protoclip_chapter._row(protoclip_chapter.TABLE4, "ProtoCLIP", 1.0)
+    proto_row = protoclip_chapter.find_row(protoclip_chapter.TABLE4, "ProtoCLIP", 1.0)
     clip_row = protoclip_chapter.Row.of("CLIP", "clip", augmentation=proto_row.augmentation, units=1.0)
     seconds = {}
     timings = {}

@@ -18,8 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import experiment
+from . import ablation, experiment, runs
 from .config import as_list, scale_defaults
+from .report import direction, fmt, mean_std, record_differences, seed_values, verdict
 from .suite import VALIDATION_TASKS
 
 # Sizes per scale. Laptop: 10,240 pairs (every episode of 2,048 a multiple of the batch), the three
@@ -157,20 +158,15 @@ MATCH_RULE = ("'Matches in less time': reproduced when it takes less time and it
               "or is significantly worse; inconclusive otherwise.")
 
 
-def _row(table: list[Row], label: str, units: float | None = None) -> Row:
+def find_row(table: list[Row], label: str, units: float | None = None) -> Row:
+    """The row of ``table`` with this label (and training amount, where a table has a label twice)."""
     return next(r for r in table if r.label == label and (units is None or r.units == units))
 
 
 def stored(row: Row, scale: str = "laptop", seeds: tuple[int, ...] | None = None) -> list[dict] | None:
     """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
-    from . import runs
-
     records = [runs.load(experiment.RUN_KIND, config(row, scale, s)) for s in seeds or resolve_seeds(scale, None)]
     return None if any(r is None for r in records) else records
-
-
-def _per_seed(records: list[dict], metric: str) -> dict[int, float]:
-    return {int(r["config"]["seed"]): float(r["metrics"][metric]) for r in records}
 
 
 def episode_shares(records: list[dict]) -> dict[str, float]:
@@ -184,9 +180,6 @@ def episode_shares(records: list[dict]) -> dict[str, float]:
 def claims(scale: str = "laptop") -> list[dict[str, Any]]:
     """One dict per headline claim: paper, claim, paper_value, book_value, verdict (``report.VERDICT_RULE``,
     ``MATCH_RULE``, ``TIMING_RULE``); verdict "not run" when its runs are not in the results store."""
-    from . import ablation, runs
-    from .report import mean_std, paired_differences, verdict
-
     out: list[dict[str, Any]] = []
 
     def add(claim: str, paper_value: str, book_value: str | None, v: str | None) -> None:
@@ -198,13 +191,13 @@ def claims(scale: str = "laptop") -> list[dict[str, Any]]:
         a, b = stored(better, scale), stored(reference, scale)
         if a is None or b is None:
             return add(claim, paper_value, None, None)
-        d = paired_differences(_per_seed(a, metric), _per_seed(b, metric))
+        d = record_differences(a, b, metric)
         m, s = mean_std(d)
         value = (f"{100 * m:+.2f} ± {100 * s:.2f} pp" if scale_ == 100 else f"{m:+.3f} ± {s:.3f}")
         add(claim, paper_value, f"{value} ({metric}, {len(d)} seeds)", verdict(d))
 
-    proto_e, clip_e = _row(TABLE4, "ProtoCLIP", 1.0), _row(TABLE4, "CLIP", 1.0)
-    proto_half = _row(TABLE4, "ProtoCLIP", 0.5)
+    proto_e, clip_e = find_row(TABLE4, "ProtoCLIP", 1.0), find_row(TABLE4, "CLIP", 1.0)
+    proto_half = find_row(TABLE4, "ProtoCLIP", 0.5)
     compare("ProtoCLIP beats CLIP on linear probe at equal epochs (Table IV)", "+5.81 pp (ImageNet, 32 epochs)",
             proto_e, clip_e, "avg3/linear")
     compare("ProtoCLIP beats CLIP on zero-shot top-1 at equal epochs (Table IV)", "+2.01 pp (ImageNet, 32 epochs)",
@@ -215,7 +208,7 @@ def claims(scale: str = "laptop") -> list[dict[str, Any]]:
     if a is None or b is None:
         add(claim, "+0.93 pp at 21.5 vs 32.0 relative epochs", None, None)
     else:
-        d = paired_differences(_per_seed(a, "avg3/zeroshot_top1"), _per_seed(b, "avg3/zeroshot_top1"))
+        d = record_differences(a, b, "avg3/zeroshot_top1")
         m, s = mean_std(d)
         rel, rel_clip = relative_epochs(a, b), relative_epochs(b, b)
         faster = rel < rel_clip
@@ -279,8 +272,6 @@ def row_table(results: dict[Row, list[dict]], rows: list[Row], metrics: dict[str
               reference: Row | None = None, delta_metric: str | None = None) -> pd.DataFrame:
     """One line per row: "mean ± std" (percent) of each metric over seeds, and, with a ``reference``, the
     per-seed (paired) difference of ``delta_metric`` from it in pp with its ``report.verdict``."""
-    from .report import direction, fmt, mean_std, paired_differences, seed_values
-
     lines = []
     for row in rows:
         records = results[row]
@@ -291,7 +282,7 @@ def row_table(results: dict[Row, list[dict]], rows: list[Row], metrics: dict[str
             if row == reference:
                 line["Δ (pp, per seed)"], line["vs reference"] = "reference", ""
             else:
-                d = paired_differences(_per_seed(records, delta_metric), _per_seed(results[reference], delta_metric))
+                d = record_differences(records, results[reference], delta_metric)
                 m, s = mean_std(d)
                 line["Δ (pp, per seed)"] = f"{100 * m:+.2f} ± {100 * s:.2f}"
                 line["vs reference"] = direction(d)

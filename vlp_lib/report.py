@@ -52,6 +52,16 @@ def paired_differences(better: dict[int, float], reference: dict[int, float]) ->
     return np.array([better[s] - reference[s] for s in seeds], dtype=float)
 
 
+def per_seed(records: Sequence[dict], key: str) -> dict[int, float]:
+    """``{seed: metric}`` of run records."""
+    return {int(r["config"]["seed"]): float(r["metrics"][key]) for r in records}
+
+
+def record_differences(better: Sequence[dict], reference: Sequence[dict], key: str) -> np.ndarray:
+    """``paired_differences`` of metric ``key`` between two runs' records (one record per seed)."""
+    return paired_differences(per_seed(better, key), per_seed(reference, key))
+
+
 def direction(differences: Sequence[float]) -> str:
     """"higher" / "lower" / "within noise" (or "too few seeds") for per-seed differences, by the rule of
     ``VERDICT_RULE``: the mean is more than two standard errors away from zero."""

@@ -17,6 +17,18 @@ MEAN = (0.5, 0.5, 0.5)
 STD = (0.25, 0.25, 0.25)
 
 
+def _mean_std(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``MEAN`` and ``STD`` as ``[1, 3, 1, 1]`` tensors on ``x``'s device and dtype."""
+    like = {"device": x.device, "dtype": x.dtype}
+    return torch.tensor(MEAN, **like).view(1, 3, 1, 1), torch.tensor(STD, **like).view(1, 3, 1, 1)
+
+
+def _denormalize(x: torch.Tensor) -> torch.Tensor:
+    """Normalised model input -> ``[0, 1]`` images (clamped)."""
+    mean, std = _mean_std(x)
+    return (x * std + mean).clamp(0, 1)
+
+
 def to_model_input(images: np.ndarray | torch.Tensor, image_size: int | None = None) -> torch.Tensor:
     """uint8 ``[N, H, W, 3]`` -> float32 ``[N, 3, S, S]`` normalised with ``MEAN``/``STD``.
 
@@ -30,8 +42,7 @@ def to_model_input(images: np.ndarray | torch.Tensor, image_size: int | None = N
     x = x.permute(0, 3, 1, 2).float().div_(255.0)
     if image_size is not None and x.shape[-1] != image_size:
         x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", antialias=True, align_corners=False)
-    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(STD).view(1, 3, 1, 1)
+    mean, std = _mean_std(x)
     return (x - mean) / std
 
 
@@ -176,9 +187,8 @@ def augment(x: torch.Tensor, name: str, generator: torch.Generator | None = None
     if not any(spec.get(key, 0.0) for key in ("jitter_p", "gray_p", "blur_p")):
         return x
     # colour operations are defined on [0, 1] images
-    mean = torch.tensor(MEAN, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
-    x = (x * std + mean).clamp(0, 1)
+    mean, std = _mean_std(x)
+    x = _denormalize(x)
     x = color_jitter(x, p=spec["jitter_p"], generator=generator)
     x = random_grayscale(x, p=spec["gray_p"], generator=generator)
     x = gaussian_blur(x, p=spec["blur_p"], generator=generator)
@@ -188,6 +198,4 @@ def augment(x: torch.Tensor, name: str, generator: torch.Generator | None = None
 def from_model_input(x: torch.Tensor) -> np.ndarray:
     """The inverse of ``to_model_input`` (without resizing): normalised ``[N, 3, H, W]`` -> uint8 ``[N, H, W, 3]``,
     e.g. to look at augmented images."""
-    mean = torch.tensor(MEAN, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-    std = torch.tensor(STD, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-    return (((x * std + mean).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1).cpu().numpy())
+    return (_denormalize(x) * 255).round().byte().permute(0, 2, 3, 1).cpu().numpy()
