@@ -6,7 +6,7 @@ trainer_overhead     seconds per sample (fastest of 3 alternating passes each) o
                      schedule, gradient clipping, logging included) / seconds per sample of a bare open_clip
                      loop (forward, ``open_clip.ClipLoss``, backward, AdamW) on the same model, batch and
                      precision with the batches prepared in advance (goal <= 1.05)
-mfu                  model FLOPs per second of that bare step (``torch.utils.flop_counter``) / this CPU's
+bare_step_mfu        (the laptop recipe's model, ``vlp_lib.config.SCALES["laptop"]``) model FLOPs per second of that bare step (``torch.utils.flop_counter``) / this CPU's
                      measured fp32 matmul peak (a 2048 x 2048 GEMM on all threads)
 matmul_peak_gflops   that peak
 protoclip_overhead   wall time per training sample of ProtoCLIP (feature extraction + K-Means + PBT + training
@@ -26,6 +26,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from vlp_lib import experiment, protoclip_chapter
+from vlp_lib.config import SCALES
 from vlp_lib.data.paired import from_world
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.data.transforms import to_model_input
@@ -78,8 +79,9 @@ def trainer_figures(pairs: int, batch_size: int, repeats: int = 3) -> dict[str, 
     config = TrainConfig(epochs=1, batch_size=batch_size, warmup_steps=1, progress=False)
     batches = [(to_model_input(data.images[a : a + batch_size]), data.tokens[a : a + batch_size])
                for a in range(0, pairs - batch_size + 1, batch_size)]
-    ours_model = create_model("rn-tiny", tokenizer.vocab_size, tokenizer.context_length, seed=0)
-    bare_model = create_model("rn-tiny", tokenizer.vocab_size, tokenizer.context_length, seed=0)
+    preset = SCALES["laptop"]["model"]
+    ours_model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0)
+    bare_model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0)
     train(ours_model, CLIP(), data, TrainConfig(epochs=2 * batch_size / pairs, batch_size=batch_size, progress=False))
     # alternate the two and keep each one's fastest pass: single passes on the shared 2-core machine vary by
     # up to 1.5x from one minute to the next, which would swamp a 5% difference
@@ -90,9 +92,9 @@ def trainer_figures(pairs: int, batch_size: int, repeats: int = 3) -> dict[str, 
     model = bare_model
     flops = step_flops(model, *batches[0])
     peak = matmul_peak_flops()
-    return {"trainer_overhead": ours / (bare_step / batch_size), "bare_step_ms_rn-tiny": 1000 * bare_step,
-            "step_gflop_rn-tiny": flops / 1e9, "matmul_peak_gflops": peak / 1e9,
-            "mfu": flops / bare_step / peak}
+    return {"trainer_overhead": ours / (bare_step / batch_size), f"bare_step_ms_{preset}": 1000 * bare_step,
+            f"step_gflop_{preset}": flops / 1e9, "matmul_peak_gflops": peak / 1e9,
+            "bare_step_mfu": flops / bare_step / peak}
 
 
 def protoclip_figures() -> dict[str, float]:
@@ -117,7 +119,7 @@ def protoclip_figures() -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=4096)
-    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=SCALES["laptop"]["batch_size"])
     parser.add_argument("--skip-protoclip", action="store_true", help="only the trainer figures (about a minute)")
     args = parser.parse_args()
     out = trainer_figures(args.pairs, args.batch_size)

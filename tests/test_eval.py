@@ -398,3 +398,15 @@ def test_retrieval_chance_against_monte_carlo_and_exact_small_case():
         assert abs(mc - value) < 0.03, (key, mc, value)
     assert exact["t2i_R@5"] == 5 / 20
     assert list(exact) == list(draws[0])
+
+
+def test_linear_probe_early_stop_matches_the_full_grid():
+    """Walking C upwards and stopping after two worse values picks the C the whole grid picks, with fewer fits."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(5, 16))
+    y = rng.integers(0, 5, 600)
+    x = centres[y] + 1.5 * rng.normal(size=(600, 16))
+    full = ev.linear_probe(x[:400], y[:400], x[400:], y[400:], patience=None)
+    early = ev.linear_probe(x[:400], y[:400], x[400:], y[400:])
+    assert early["C"] == full["C"] and early["accuracy"] == full["accuracy"]
+    assert set(early["val_accuracies"]) < set(full["val_accuracies"])

@@ -74,3 +74,38 @@ def test_protoclip_run_through_experiment():
     record = experiment.run(config, progress=False)
     assert {"feature_extraction", "kmeans", "pbt", "training"} <= set(record["timings"])
     assert np.isfinite(record["metrics"]["shapes10/linear"])
+
+
+def test_infonce_warmup_and_locked_image_phase_train_clip_alone(synthetic_pairs):
+    """Official recipe: the first episode and the LiT phase train L_CLIP alone at weight 1, even for the
+    L_Proto-only ablation; no K-Means runs in an episode that is wholly locked."""
+    data, vocab, ctx = synthetic_pairs
+    model = create_model("rn-tiny", vocab, ctx, seed=0)
+    method = ProtoCLIP(embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4, clip_weight=0.0,
+                       warmup_episodes=1)
+    config = TrainConfig(epochs=4, batch_size=16, episode_size=32, warmup_steps=1, image_lock_fraction=0.5,
+                         progress=False)
+    history = train(model, method, data, config).history
+    by_episode = {}
+    for h in history:
+        by_episode.setdefault(h["episode"], []).append(h)
+    assert len(by_episode) == 8
+    clip_only = [e for e, hs in by_episode.items() if all("loss_clip" in h and "loss_proto" not in h for h in hs)]
+    proto_only = [e for e, hs in by_episode.items() if all("loss_proto" in h and "loss_clip" not in h for h in hs)]
+    assert clip_only == [0, 4, 5, 6, 7] and proto_only == [1, 2, 3]
+
+
+def test_external_teacher_term_uses_one_hot_targets(synthetic_pairs, monkeypatch):
+    from vlp_lib.methods import protoclip
+
+    temperatures = []
+    real = protoclip.soft_targets
+    monkeypatch.setattr(protoclip, "soft_targets", lambda c, y, tau: temperatures.append(tau) or real(c, y, tau))
+    data, vocab, ctx = synthetic_pairs
+    model = create_model("rn-tiny", vocab, ctx, seed=0)
+    external = np.random.default_rng(0).normal(size=(len(data), 8)).astype(np.float32)
+    method = ProtoCLIP(embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4, target_temperature=0.01,
+                       external_features=external)
+    train(model, method, data, TrainConfig(epochs=1, batch_size=16, episode_size=32, warmup_steps=1, progress=False))
+    # per step: image and text targets at tau_y, the external ones one-hot
+    assert temperatures and temperatures[:3] == [0.01, 0.01, 0.0]

@@ -92,6 +92,17 @@ def test_locked_image_phase_freezes_image_tower(synthetic_pairs):
     assert all(torch.equal(method.visual[k], after[k]) for k in after)
 
 
+def test_image_tower_schedule_anneals_to_zero_at_the_lock(synthetic_pairs):
+    """The official protoclip_cosine_lr: the image tower's cosine ends at the lock step, the rest goes on."""
+    data, config, model = _setup(synthetic_pairs, image_lock_fraction=0.5, epochs=4, warmup_steps=1)
+    history = train(model, CLIP(), data, config).history
+    lock = len(history) // 2
+    image_lr = [h["image_lr"] for h in history]
+    assert image_lr[lock - 1] < 0.2 * config.lr and all(v == 0.0 for v in image_lr[lock:])
+    assert all(a >= b for a, b in zip(image_lr[1:lock], image_lr[2:lock]))  # decreasing after warm-up
+    assert history[lock]["lr"] > 0.4 * config.lr  # the text side is half-way through its cosine
+
+
 def test_temperature_clamped(synthetic_pairs):
     data, config, model = _setup(synthetic_pairs, lr=0.5, warmup_steps=0, epochs=1)
     with torch.no_grad():

@@ -1,6 +1,7 @@
 """Models: open_clip CLIP models built from small JSON configs registered with open_clip.
 
-``vit-tiny`` and ``rn-tiny`` (``vlp_lib/model_configs/``) are sized for a 2-core CPU and 32 px images;
+Every JSON file in ``vlp_lib/model_configs/`` is a CPU preset sized for a 2-core CPU and 32 px images
+(``rn-tiny-v0`` is the first laptop recipe, kept only as the reference of ``benchmarks/bench_recipe.py``);
 ``RN50`` and ``ViT-B-32`` are open_clip's own configs for paper scale. The text tower's vocabulary and
 context length follow the tokenizer in use (the generated world's word-level tokenizer by default),
 so one config serves any tokenizer.
@@ -17,19 +18,31 @@ import torch
 from open_clip.modified_resnet import ModifiedResNet
 
 CONFIG_DIR = Path(__file__).parent / "model_configs"
-CPU_PRESETS = ("vit-tiny", "rn-tiny")
+CPU_PRESETS = tuple(sorted(p.stem for p in CONFIG_DIR.glob("*.json")))
 PAPER_PRESETS = ("RN50", "ViT-B-32")
 # Measured with benchmarks/bench_train.py on the 2-core CPU (batch 256, samples/s): vit-tiny 210 fp32
 # vs 14 bf16 autocast, rn-tiny 723 fp32 vs 35 bf16 -- autocast's casts cost more than the bf16
 # matmuls save at this size. Paper presets use bf16 autocast, the GPU mixed precision of the papers.
-DEFAULT_PRECISION = {"vit-tiny": "fp32", "rn-tiny": "fp32", "RN50": "bf16", "ViT-B-32": "bf16"}
+DEFAULT_PRECISION = {**{name: "fp32" for name in CPU_PRESETS}, "RN50": "bf16", "ViT-B-32": "bf16"}
 MAX_LOGIT_SCALE = math.log(100.0)  # CLIP: temperature initialised at 0.07, logit scale clamped at 100
 
 open_clip.add_model_config(CONFIG_DIR)
 
 
 def available_models() -> tuple[str, ...]:
-    return CPU_PRESETS + PAPER_PRESETS
+    return CPU_PRESETS + PAPER_PRESETS + tuple(sorted(_REGISTERED))
+
+
+_REGISTERED: set[str] = set()
+
+
+def register_model_config(name: str, config: dict) -> str:
+    """Make an open_clip config dict available to ``create_model`` under ``name`` (benchmarks and
+    recipe searches try towers that are not presets); returns ``name``."""
+    open_clip.factory._MODEL_CONFIGS[name] = config
+    _REGISTERED.add(name)
+    DEFAULT_PRECISION.setdefault(name, "fp32")
+    return name
 
 
 def check_model_name(name: str) -> str:

@@ -5,6 +5,7 @@
         for batch in episode:
             loss = method.loss(model, batch) # under autocast when precision is bf16
             backward, clip gradients, AdamW step, warm-up + cosine learning rate
+                                             # (the image tower's ends early with locked-image tuning)
             method.after_step(model)         # clamp learnable temperatures at 100
         checkpoint                           # atomic; a restarted run resumes after the last episode
 
@@ -50,7 +51,10 @@ class TrainConfig:
     eps: float = 1e-6
     precision: str = "fp32"
     augmentation: str = "none"
-    image_lock_fraction: float = 0.0  # ProtoCLIP IV-A-2: image lr is zero for this last part of training
+    # ProtoCLIP IV-A-2 (locked-image tuning, LiT): the image tower's own warm-up + cosine schedule ends this
+    # fraction of the steps before the end, and its learning rate is zero afterwards (as the official
+    # protoclip_cosine_lr); the rest of the model keeps the full schedule. Methods see ``Batch.image_locked``.
+    image_lock_fraction: float = 0.0
     seed: int = 0
     device: str = "auto"  # "auto": CUDA when available, else CPU
     progress: bool = True
@@ -199,7 +203,8 @@ def train(
             x = to_model_input(data.images[idx], image_size).to(device, non_blocking=True)
             return augment(x, config.augmentation, generator=gen) if augmented else x
 
-        episode = Episode(ep, indices, data, config.batch_size, load_images, autocast)
+        episode = Episode(ep, indices, data, config.batch_size, load_images, autocast,
+                          image_locked=lock_step is not None and ep * steps_per_episode >= lock_step)
         t0 = time.perf_counter()
         method.on_episode_start(model, episode)
         _add(timings, "episode_start", time.perf_counter() - t0)
@@ -214,13 +219,18 @@ def train(
             step = ep * steps_per_episode + b
             positions = np.arange(b * config.batch_size, (b + 1) * config.batch_size)
             idx = indices[positions]
-            t1 = time.perf_counter()
-            batch = Batch(load_images(idx, True), data.tokens[idx].to(device), idx, positions, step, total_steps)
-            t_data += time.perf_counter() - t1
             factor = lr_factor(step, total_steps, config.warmup_steps)
+            image_factor = factor if lock_step is None else lr_factor(step, lock_step, config.warmup_steps)
+            locked = lock_step is not None and step >= lock_step
+            t1 = time.perf_counter()
+            batch = Batch(load_images(idx, True), data.tokens[idx].to(device), idx, positions, step, total_steps,
+                          image_locked=locked)
+            t_data += time.perf_counter() - t1
             for group in optimizer.param_groups:
-                locked = lock_step is not None and step >= lock_step and group["image_tower"]
-                group["lr"] = 0.0 if locked else config.lr * factor
+                if group["image_tower"]:
+                    group["lr"] = 0.0 if locked else config.lr * image_factor
+                else:
+                    group["lr"] = config.lr * factor
             with autocast():
                 loss, logs = method.loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
@@ -233,6 +243,7 @@ def train(
             if not math.isfinite(loss.item()):
                 raise FloatingPointError(f"loss became {loss.item()} at step {step} (episode {ep})")
             history.append({"step": step, "episode": ep, "loss": loss.item(), "lr": config.lr * factor,
+                            "image_lr": 0.0 if locked else config.lr * image_factor,
                             "grad_norm": float(grad_norm), **logs})
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item():.3f}", episode=f"{ep + 1}/{n_episodes}")

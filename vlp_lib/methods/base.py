@@ -24,6 +24,7 @@ class Episode:
     batch_size: int
     load_images: Callable[[np.ndarray, bool], torch.Tensor]  # (indices, augment) -> model input
     autocast: Callable[[], object]  # context manager for the configured precision
+    image_locked: bool = False  # the whole episode lies in the locked-image phase (``TrainConfig.image_lock_fraction``)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -35,6 +36,7 @@ class Batch:
     positions: np.ndarray  # positions inside the episode (index into per-episode targets)
     step: int  # global optimisation step
     total_steps: int
+    image_locked: bool = False  # locked-image tuning: the image tower's learning rate is zero at this step
 
 
 class Method(nn.Module):

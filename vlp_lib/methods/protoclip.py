@@ -8,6 +8,13 @@ Per episode (Section III-D), ``on_episode_start``:
   3. PBT (Eq. 7): the teacher's prototypes translated to within-modal centroids of the student;
 then every batch of the episode is trained on (``loss``) with
   L = L_CLIP (Eq. 1) + L_Proto (Eq. 3-4, soft targets Eq. 5) [+ L_Proto^external (Eq. 8)]   (Eq. 6 / 9).
+
+Where the paper is silent, the official code (megvii-research/protoclip, ``src/training/train.py``) decides:
+  - the external-teacher term learns from one-hot targets (``teacher_temperature=-1``), whatever tau_y is;
+  - InfoNCE-only warm-up episodes (``--infonce-warmup-epoch``, following PCL): L_CLIP alone, at weight 1
+    even in the L_Proto-only ablation, since the prototypes of an untrained model carry nothing;
+  - the locked-image phase (LiT, IV-A-2): once the image tower's learning rate reaches zero, L_CLIP alone
+    at weight 1 tunes the text side (``w_proto = w_proto_external = 0``).
 """
 
 from __future__ import annotations
@@ -48,7 +55,8 @@ class ProtoCLIP(Method):
             teacher's prototypes directly (Eq. 3 as written), which needs image and text spaces aligned.
         clip_weight / proto_weight: 1 or 0 to ablate L_CLIP or L_Proto (Table X; Fig. 6 (a) drops L_CLIP).
         external_features: the external teacher's (PCA-reduced) features of every training pair, or None.
-        warmup_episodes: episodes trained with L_CLIP only before prototypes are used (Table I: 40).
+        warmup_episodes: episodes trained with L_CLIP only before prototypes are used (the official
+            ``--infonce-warmup-epoch``). Table I's "40 warm-up episodes" is the learning-rate warm-up.
         kmeans_iters: 20 in the paper; 0 keeps the seeding ("w/o K-Means", Table III).
         kmeans_init: "kmeans++" (this book's default, see ``vlp_lib.cluster.kmeans``) or "random" (faiss's).
     """
@@ -152,7 +160,7 @@ class ProtoCLIP(Method):
         return torch.cat(h_i), torch.cat(h_t)
 
     def on_episode_start(self, model: nn.Module, episode: Episode) -> None:
-        if episode.number < self.warmup_episodes or self.proto_weight == 0:
+        if episode.number < self.warmup_episodes or self.proto_weight == 0 or episode.image_locked:
             self.state = None
             return
         k = self.n_prototypes(len(episode.indices))
@@ -191,11 +199,13 @@ class ProtoCLIP(Method):
         z_i, z_t = F.normalize(z_i, dim=-1), F.normalize(z_t, dim=-1)
         logs: dict[str, float] = {}
         total = torch.zeros((), device=h_i.device)
-        if self.clip_weight:
+        prototypes = self.state is not None and not batch.image_locked
+        clip_weight = self.clip_weight if prototypes else 1.0  # warm-up episodes and LiT: L_CLIP alone
+        if clip_weight:
             l_clip = clip_loss(z_i, z_t, model.logit_scale.exp())
-            total = total + self.clip_weight * l_clip
+            total = total + clip_weight * l_clip
             logs["loss_clip"] = l_clip.item()
-        if self.state is not None:
+        if prototypes:
             s, pos = self.state, torch.as_tensor(batch.positions, device=h_i.device)
             scale = self.proto_logit_scale.exp()
             tau = self.target_temperature
@@ -206,7 +216,8 @@ class ProtoCLIP(Method):
             total = total + self.proto_weight * l_proto
             logs["loss_proto"] = l_proto.item()
             if "teacher_e" in s:
-                y_e = soft_targets(s["teacher_e"], s["labels_e"][pos], tau)
+                # one-hot targets, as the official code (teacher_temperature=-1 for the external term)
+                y_e = soft_targets(s["teacher_e"], s["labels_e"][pos], 0.0)
                 # Eq. 8: both student spaces learn from the external teacher's prototypes
                 l_ext = (proto_loss(h_i, s["classifier_e_i"], y_e, scale) + proto_loss(h_t, s["classifier_e_t"], y_e, scale)) / 2
                 total = total + self.proto_weight * l_ext
