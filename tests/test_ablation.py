@@ -53,6 +53,10 @@ def test_laptop_plan_trains_every_run_on_the_same_number_of_pairs(no_compute):
         t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])
         n = c["train_size"]
         amounts.add(t.n_episodes(n) * t.steps_per_episode(n) * t.batch_size)
+        steps = t.n_episodes(n) * t.steps_per_episode(n)
+        assert steps >= 4 * 40 and c["warmup_steps"] <= 0.1 * steps  # 4x the first book's 40 steps per run
+        # the official InfoNCE-only first episode, except in the L_Proto-only episode-size sweep
+        assert c["method_kwargs"]["warmup_episodes"] == (0 if c["method_kwargs"]["clip_weight"] == 0 else 1)
     assert amounts == {ablation.ABLATION_SCALES["laptop"]["total_samples"]}
     assert plan.base["episode_size"] == round(0.2 * plan.base["train_size"])
 

@@ -35,6 +35,21 @@ def test_laptop_episodes_fill_whole_batches():
         assert t.n_episodes(n) * t.steps_per_episode(n) * t.batch_size == row.units * sizes["unit_epochs"] * n
 
 
+def test_laptop_runs_train_4x_the_first_books_steps_with_a_short_warmup():
+    """Issue: every run at least 4x the first laptop book's steps (E/2 = 40, E = 80 steps), warm-up <= 10%,
+    and Fig. 7's subsets train whole epochs in whole batches."""
+    for row in chapter.TABLE3 + chapter.TABLE10 + chapter.TABLE11 + chapter.TABLE4 + chapter.TABLE4_CONTROLS:
+        c = chapter.config(row, "laptop", 0)
+        t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])
+        steps = t.n_episodes(c["train_size"]) * t.steps_per_episode(c["train_size"])
+        assert steps >= 4 * 80 * row.units and c["warmup_steps"] <= 0.1 * steps
+        assert (set(c["eval_tasks"]) == set(experiment.DEFAULT_EVAL_TASKS)) == (row.units >= 1)
+    for n, row in chapter.data_size_rows("laptop"):
+        c = chapter.config(row, "laptop", 0, train_size=n)
+        t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])
+        assert t.n_episodes(n) * t.steps_per_episode(n) * t.batch_size == c["epochs"] * n
+
+
 def _record(row, seed, metrics, timings, scale="smoke"):
     config = chapter.config(row, scale, seed)
     runs.save(experiment.RUN_KIND, config, metrics, timings)

@@ -132,3 +132,14 @@ def test_style_is_scoped_to_the_library():
     before = matplotlib.rcParams["axes.spines.top"]
     plots.loss_curve([{"step": 0, "loss": 1.0}, {"step": 1, "loss": 0.5}])
     assert matplotlib.rcParams["axes.spines.top"] == before
+
+
+def test_recipe_curve(tmp_path):
+    candidates = {"a": {"train_seconds": 60.0, "shapes10_linear": 0.5, "samples_per_s": 2000.0},
+                  "b": {"train_seconds": 61.0, "shapes10_linear": 0.3, "samples_per_s": 1000.0}}
+    curves = {"a": [(30.0, 0.4), (60.0, 0.5)], "b": [(30.0, 0.2), (60.0, 0.3)]}
+    fig = plots.recipe_curve(candidates, curves, path=tmp_path / "recipe.png")
+    assert isinstance(fig, Figure) and len(fig.axes[0].lines) == 2
+    assert_png(tmp_path / "recipe.png")
+    with pytest.raises(ValueError, match="nothing to plot"):
+        plots.recipe_curve({}, {})

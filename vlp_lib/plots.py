@@ -367,3 +367,35 @@ def bar_with_error(
     if title:
         ax.set_title(title)
     return _finish(fig, path)
+
+
+@_styled
+def recipe_curve(
+    candidates: dict[str, dict[str, float]],
+    curves: dict[str, Sequence[tuple[float, float]]] | None = None,
+    path: str | os.PathLike | None = None,
+    metric: str = "shapes10_linear",
+) -> Figure:
+    """The laptop recipe search (``benchmarks/bench_recipe.py``): ``metric`` against training seconds.
+
+    ``candidates`` maps a recipe name to its figures (``train_seconds``, ``metric``, ``samples_per_s``): one
+    labelled point each. ``curves`` maps a recipe to ``(seconds, metric)`` points trained at several budgets:
+    one line each.
+    """
+    if not candidates and not curves:
+        raise ValueError("nothing to plot: no candidates and no curves")
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.subplots()
+    for i, (name, curve) in enumerate(sorted((curves or {}).items())):
+        xs, ys = zip(*sorted(curve))
+        ax.plot(xs, [100 * y for y in ys], marker="o", color=f"C{i}", label=f"{name} (budgets)")
+    for name, r in candidates.items():
+        ax.scatter(r["train_seconds"], 100 * r[metric], color="k", s=14, zorder=3)
+        ax.annotate(f"{name}\n{r['samples_per_s']:.0f}/s", (r["train_seconds"], 100 * r[metric]), fontsize=7,
+                    xytext=(4, 2), textcoords="offset points")
+    ax.set_xlabel("training seconds on this CPU")
+    ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
+    ax.set_title("Laptop recipe search: accuracy against training time")
+    if curves:
+        ax.legend(loc="lower right")
+    return _finish(fig, path)
