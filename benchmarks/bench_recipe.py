@@ -65,6 +65,7 @@ CANDIDATES: dict[str, dict] = {
     "rn16-t64-b128": dict(model=tower(RN(16), TEXT_SMALL), batch_size=128, lr=2e-3, warmup=0.05),
     "rn16-t64-b128-lr1e-3": dict(model=tower(RN(16), TEXT_SMALL), batch_size=128, lr=1e-3, warmup=0.05),
     "rn16-t64-b128-lr4e-3": dict(model=tower(RN(16), TEXT_SMALL), batch_size=128, lr=4e-3, warmup=0.05),
+    "rn16-t64-b64-lr2e-3": dict(model=tower(RN(16), TEXT_SMALL), batch_size=64, lr=2e-3, warmup=0.05),
     "rn16-t64-b64": dict(model=tower(RN(16), TEXT_SMALL), batch_size=64, lr=1e-3, warmup=0.05),
     "rn24-t64-b128": dict(model=tower(RN(24), TEXT_SMALL), batch_size=128, lr=2e-3, warmup=0.05),
     "rn16x2-t64-b128": dict(model=tower(RN(16, (2, 2, 2, 2)), TEXT_SMALL), batch_size=128, lr=2e-3, warmup=0.05),

@@ -399,3 +399,51 @@ def recipe_curve(
     if curves:
         ax.legend(loc="lower right")
     return _finish(fig, path)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# semantic consistency of augmentations
+
+
+@_styled
+def consistency_bars(
+    table: pd.DataFrame,
+    path: str | os.PathLike | None = None,
+    title: str | None = "Captions still true after augmentation",
+) -> Figure:
+    """Grouped bars of ``vlp_lib.data.consistency.consistency_table``: for "caption fully true" and each fact,
+    one bar per augmentation (rows of ``table``, in order) with its share in % written on top.
+
+    ``table`` has one row per augmentation and columns ``true`` and the facts (shares in ``[0, 1]``); columns
+    ``n`` and ``n_<fact>``, where present, put the number of captions behind each group under its name.
+    """
+    if table.empty or "true" not in table.columns:
+        raise ValueError("table must have a row per augmentation and a 'true' column")
+    groups = ["true"] + [c for c in table.columns if c not in ("true", "n") and not str(c).startswith("n_")]
+    names = [str(i) for i in table.index]
+    width = 0.8 / len(names)
+    fig = Figure(figsize=(max(5.0, 1.2 + len(groups) * (0.4 + 0.3 * len(names))), 3.6), layout="constrained")
+    ax = fig.subplots()
+    ax.grid(axis="x", visible=False)
+    for j, (name, row) in enumerate(table.iterrows()):
+        xs = np.arange(len(groups)) - 0.4 + width * (j + 0.5)
+        values = [100 * float(row[g]) for g in groups]
+        bars = ax.bar(xs, values, width, color=f"C{j % 10}", label=str(name))
+        ax.bar_label(bars, labels=[f"{v:.0f}" if np.isfinite(v) else "" for v in values], fontsize=7, padding=1)
+    labels = []
+    for g in groups:
+        label = "caption\nfully true" if g == "true" else str(g)
+        count = "n" if g == "true" else f"n_{g}"
+        if count in table.columns:
+            label += f"\n(n={int(table[count].iloc[0])})"
+        labels.append(label)
+    ax.set_xticks(np.arange(len(groups)), labels=labels)
+    for tick in ax.get_xticklabels()[:1]:
+        tick.set_fontweight("bold")
+    ax.set_xlim(-0.6, len(groups) - 0.4)
+    ax.set_ylim(0, 110)
+    ax.set_ylabel("captions still true (%)")
+    ax.legend(title="augmentation", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if title:
+        ax.set_title(title)
+    return _finish(fig, path)

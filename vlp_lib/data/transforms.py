@@ -52,11 +52,15 @@ def random_resized_crop(
     ratio: tuple[float, float] = (3 / 4, 4 / 3),
     flip_p: float = 0.0,
     generator: torch.Generator | None = None,
+    *,
+    record: dict | None = None,
 ) -> torch.Tensor:
     """Batched RandomResizedCrop (+ horizontal flip) on ``[N, C, H, W]`` with one ``grid_sample``.
 
     Each image gets its own crop area fraction in ``scale`` and aspect ratio in ``ratio`` (log-uniform),
     as torchvision's ``RandomResizedCrop`` draws them, then the crop is resized back to ``H x W``.
+    ``record`` (a dict), if given, receives the drawn parameters: ``theta`` (the ``[N, 2, 3]`` affine map from
+    output to input coordinates in ``[-1, 1]``, as ``affine_grid`` takes it) and ``flip`` (``[N]`` bool).
     """
     n = x.shape[0]
     # parameters are drawn on the CPU generator (reproducible on any device), then moved
@@ -73,6 +77,8 @@ def random_resized_crop(
     theta[:, 0, 2] = cx
     theta[:, 1, 1] = h
     theta[:, 1, 2] = cy
+    if record is not None:
+        record.update(theta=theta.clone(), flip=flip < 0)
     grid = F.affine_grid(theta.to(x.device, x.dtype), list(x.shape), align_corners=False)
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
 
@@ -104,6 +110,8 @@ def color_jitter(
     hue: float = 0.1,
     p: float = 0.8,
     generator: torch.Generator | None = None,
+    *,
+    record: dict | None = None,
 ) -> torch.Tensor:
     """Batched ``ColorJitter(brightness, contrast, saturation, hue)`` applied with probability ``p``
     per image, on ``[N, 3, H, W]`` in ``[0, 1]``.
@@ -111,7 +119,9 @@ def color_jitter(
     Factors are drawn per image as torchvision draws them (brightness, contrast and saturation in
     ``[1 - v, 1 + v]``, hue in ``[-hue, hue]`` of a turn). Two simplifications keep it one pass over the
     batch: the four operations run in a fixed order rather than a random one, and the hue shift is a
-    rotation of the YIQ chroma plane rather than an HSV round trip.
+    rotation of the YIQ chroma plane rather than an HSV round trip. ``record`` (a dict), if given, receives
+    the drawn parameters: ``jitter`` (``[N]`` bool, applied), ``brightness``, ``contrast``, ``saturation``
+    (factors) and ``hue`` (turns), each ``[N]``.
     """
     n = x.shape[0]
     apply = _chosen(n, p, generator).to(x.device).view(n, 1, 1, 1)
@@ -119,6 +129,9 @@ def color_jitter(
     c = _draw(n, 1 - contrast, 1 + contrast, generator).to(x.device, x.dtype).view(n, 1, 1, 1)
     s = _draw(n, 1 - saturation, 1 + saturation, generator).to(x.device, x.dtype).view(n, 1, 1, 1)
     angle = _draw(n, -hue, hue, generator) * 2 * math.pi
+    if record is not None:
+        record.update(jitter=apply.view(n).cpu(), brightness=b.view(n).cpu(), contrast=c.view(n).cpu(),
+                      saturation=s.view(n).cpu(), hue=angle / (2 * math.pi))
     y = (x * b).clamp(0, 1)
     mean_gray = _gray(y).mean(dim=(1, 2, 3), keepdim=True)
     y = ((y - mean_gray) * c + mean_gray).clamp(0, 1)
@@ -134,9 +147,13 @@ def color_jitter(
     return torch.where(apply, y, x)
 
 
-def random_grayscale(x: torch.Tensor, p: float = 0.2, generator: torch.Generator | None = None) -> torch.Tensor:
-    """``RandomGrayscale(p)`` on ``[N, 3, H, W]``: the luma copied to all three channels."""
+def random_grayscale(x: torch.Tensor, p: float = 0.2, generator: torch.Generator | None = None, *,
+                     record: dict | None = None) -> torch.Tensor:
+    """``RandomGrayscale(p)`` on ``[N, 3, H, W]``: the luma copied to all three channels.
+    ``record`` (a dict), if given, receives ``gray`` (``[N]`` bool, applied)."""
     apply = _chosen(x.shape[0], p, generator).to(x.device).view(-1, 1, 1, 1)
+    if record is not None:
+        record["gray"] = apply.view(-1).cpu()
     return torch.where(apply, _gray(x).expand_as(x), x)
 
 
@@ -146,13 +163,18 @@ def gaussian_blur(
     p: float = 0.5,
     kernel_fraction: float = 0.1,
     generator: torch.Generator | None = None,
+    *,
+    record: dict | None = None,
 ) -> torch.Tensor:
     """SimCLR's Gaussian blur with probability ``p``: a per-image sigma in ``sigma`` and a kernel of
-    ``kernel_fraction`` of the image side (odd, at least 3), applied as two grouped 1-D convolutions."""
+    ``kernel_fraction`` of the image side (odd, at least 3), applied as two grouped 1-D convolutions.
+    ``record`` (a dict), if given, receives ``blur`` (``[N]`` bool, applied) and ``sigma`` (``[N]``)."""
     n, ch, h, w = x.shape
     apply = _chosen(n, p, generator).to(x.device).view(n, 1, 1, 1)
     size = max(3, int(kernel_fraction * max(h, w)) // 2 * 2 + 1)
     sig = _draw(n, sigma[0], sigma[1], generator)
+    if record is not None:
+        record.update(blur=apply.view(n).cpu(), sigma=sig.clone())
     offsets = torch.arange(size, dtype=torch.float32) - size // 2
     kernel = torch.exp(-0.5 * (offsets.view(1, -1) / sig.view(-1, 1)) ** 2)
     kernel = (kernel / kernel.sum(dim=1, keepdim=True)).repeat_interleave(ch, dim=0).to(x.device, x.dtype)
@@ -176,23 +198,39 @@ AUGMENTATIONS: dict[str, dict] = {
 }
 
 
-def augment(x: torch.Tensor, name: str, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Apply the named augmentation (``AUGMENTATIONS``) to a normalised batch ``[N, 3, H, W]``."""
+def augment(
+    x: torch.Tensor, name: str, generator: torch.Generator | None = None, *, return_params: bool = False
+) -> torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Apply the named augmentation (``AUGMENTATIONS``) to a normalised batch ``[N, 3, H, W]``.
+
+    ``return_params=True`` also returns what was drawn for each image (CPU tensors, first dimension ``N``):
+    ``theta`` (the crop and flip as the ``[N, 2, 3]`` affine map from output to input coordinates in
+    ``[-1, 1]``; the identity for "off"), ``flip``, ``jitter``, ``gray`` and ``blur`` (bool: applied), and where
+    the recipe has them the jitter factors and blur sigmas (see ``color_jitter`` and ``gaussian_blur``).
+    Recording draws nothing extra: the images and the generator's state are the same either way.
+    """
     if name not in AUGMENTATIONS:
         raise ValueError(f"augmentation must be one of {sorted(AUGMENTATIONS)}, got {name!r}")
     spec = AUGMENTATIONS[name]
+    n = x.shape[0]
+    params: dict[str, torch.Tensor] = {
+        "theta": torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]).repeat(n, 1, 1),
+        **{key: torch.zeros(n, dtype=torch.bool) for key in ("flip", "jitter", "gray", "blur")},
+    }
+    done = (lambda y: (y, params)) if return_params else (lambda y: y)
     if not spec:
-        return x
-    x = random_resized_crop(x, scale=spec["scale"], flip_p=spec.get("flip_p", 0.0), generator=generator)
+        return done(x)
+    x = random_resized_crop(x, scale=spec["scale"], flip_p=spec.get("flip_p", 0.0), generator=generator,
+                            record=params)
     if not any(spec.get(key, 0.0) for key in ("jitter_p", "gray_p", "blur_p")):
-        return x
+        return done(x)
     # colour operations are defined on [0, 1] images
     mean, std = _mean_std(x)
     x = _denormalize(x)
-    x = color_jitter(x, p=spec["jitter_p"], generator=generator)
-    x = random_grayscale(x, p=spec["gray_p"], generator=generator)
-    x = gaussian_blur(x, p=spec["blur_p"], generator=generator)
-    return (x - mean) / std
+    x = color_jitter(x, p=spec["jitter_p"], generator=generator, record=params)
+    x = random_grayscale(x, p=spec["gray_p"], generator=generator, record=params)
+    x = gaussian_blur(x, p=spec["blur_p"], generator=generator, record=params)
+    return done((x - mean) / std)
 
 
 def from_model_input(x: torch.Tensor) -> np.ndarray:

@@ -341,18 +341,23 @@ def _article(phrase: str) -> str:
     return ("an " if phrase[0] in "aeiou" else "a ") + phrase
 
 
-def _object_phrase(obj: dict, d: Draws, knobs: dict[str, Any], detail: bool, where: bool) -> str:
+def _object_phrase(obj: dict, d: Draws, knobs: dict[str, Any], detail: bool, where: bool,
+                   record: dict | None = None) -> str:
     """ "a crimson star", with ``detail`` sometimes "a small crimson star", with ``where`` sometimes
-    "... in the top left corner"."""
+    "... in the top left corner". ``record`` receives ``size`` and ``position``: whether the phrase names them."""
     colour = vocab.COLOURS[obj["colour"]]
     if d.random() < knobs["synonym_rate"]:
         colour = d.pick(vocab.COLOUR_SYNONYMS[colour])
     words = [colour, vocab.SHAPES[obj["shape"]]]
-    if detail and d.random() < 0.3:
+    sized = detail and d.random() < 0.3
+    if sized:
         words.insert(0, d.pick(vocab.SIZES_TABLE[vocab.SIZES[obj["size"]]]))
     phrase = _article(" ".join(words))
-    if where and d.random() < 0.2:
+    placed = where and d.random() < 0.2
+    if placed:
         phrase += " " + d.pick(vocab.POSITIONS_TABLE[obj["position"]])
+    if record is not None:
+        record.update(size=sized, position=placed)
     return phrase
 
 
@@ -364,13 +369,20 @@ def _relation(a: dict, b: dict) -> str:
     return "above" if dy < 0 else "below"
 
 
-def _join(phrases: list[str], d: Draws, objs: list[dict], paraphrase: bool) -> str:
+def _join(phrases: list[str], d: Draws, objs: list[dict], paraphrase: bool, record: dict | None = None) -> str:
+    """The object phrases as one; ``record["relation"]`` receives the relation of the first object to the second
+    that the text states ("left", "right", "above", "below"), or None."""
+    if record is not None:
+        record["relation"] = None
     if len(phrases) == 1:
         return phrases[0]
     if len(phrases) == 2:
         if not paraphrase:
             return f"{phrases[0]} and {phrases[1]}"
-        options = vocab.RELATIONS[_relation(objs[0], objs[1])] if d.random() < 0.5 else vocab.PAIRINGS
+        related = d.random() < 0.5
+        options = vocab.RELATIONS[_relation(objs[0], objs[1])] if related else vocab.PAIRINGS
+        if record is not None and related:
+            record["relation"] = _relation(objs[0], objs[1])
         return f"{phrases[0]} {d.pick(options)} {phrases[1]}"
     return ", ".join(phrases[:-1]) + f" and {phrases[-1]}"
 
@@ -378,11 +390,16 @@ def _join(phrases: list[str], d: Draws, objs: list[dict], paraphrase: bool) -> s
 _COUNT_FREE = [t for t, s in enumerate(vocab.CAPTION_TEMPLATES) if "{count}" not in s]
 
 
-def describe(scene: dict[str, Any], d: Draws, knobs: dict[str, Any], template: int | None = None) -> tuple[str, bool]:
+def describe(scene: dict[str, Any], d: Draws, knobs: dict[str, Any], template: int | None = None,
+             facts: dict[str, Any] | None = None) -> tuple[str, bool]:
     """One caption of ``scene`` before junk and mismatch: ``(text, omitted)``.
 
     ``template`` forces a template id (the retrieval set uses distinct ones per image); otherwise
-    ``knobs["paraphrase"]`` picks a random template or the fixed one.
+    ``knobs["paraphrase"]`` picks a random template or the fixed one. ``facts`` (a dict), if given, receives
+    what the text states, without changing it: ``objects`` (the scene's object indices in the order the text
+    names them; each named object's colour is stated), ``size`` and ``position`` (per named object, whether
+    its size word / position phrase is stated) and ``relation`` (of the first named object to the second, or
+    None). ``caption(..., facts=...)`` passes it through.
     """
     objs = scene["objects"]
     m = len(objs)
@@ -397,12 +414,17 @@ def describe(scene: dict[str, Any], d: Draws, knobs: dict[str, Any], template: i
     mentioned = [objs[i] for i in order]
     # positions of three objects make captions longer than the text context: at most two
     where = paraphrase and len(mentioned) <= 2
-    phrases = [_object_phrase(o, d, knobs, detail=paraphrase, where=where) for o in mentioned]
+    records: list[dict] = [{} for _ in mentioned]
+    phrases = [_object_phrase(o, d, knobs, detail=paraphrase, where=where, record=r)
+               for o, r in zip(mentioned, records)]
     bg_words = vocab.BACKGROUNDS_TABLE[vocab.BACKGROUNDS[scene["background"]]]
     bg = d.pick(bg_words) if paraphrase else bg_words[0]
     text = vocab.CAPTION_TEMPLATES[template].format(
-        objs=_join(phrases, d, mentioned, paraphrase), bg=bg, count=vocab.COUNT_WORDS[len(order) - 1]
+        objs=_join(phrases, d, mentioned, paraphrase, record=facts), bg=bg, count=vocab.COUNT_WORDS[len(order) - 1]
     )
+    if facts is not None:
+        facts.update(objects=list(order), size=[r["size"] for r in records],
+                     position=[r["position"] for r in records])
     if paraphrase and d.random() < 0.3:  # alt text is often capitalised
         text = text[0].upper() + text[1:]
     return text, omitted
@@ -416,14 +438,16 @@ def _add_junk(text: str, d: Draws) -> str:
 
 
 def caption(seed: int, index: int, knobs: dict[str, Any], scene: dict | None = None,
-            allow_mismatch: bool = True) -> tuple[str, dict[str, int]]:
+            allow_mismatch: bool = True, facts: dict[str, Any] | None = None) -> tuple[str, dict[str, int]]:
     """The alt-text caption of image ``index`` and its noise flags ``{mismatched, omitted, junk}``.
 
-    ``scene`` is re-derived from ``(seed, index)`` if not given.
+    ``scene`` is re-derived from ``(seed, index)`` if not given. ``facts`` (a dict), if given, receives what
+    the caption states about ``scene`` (see ``describe``); when the caption is mismatched they are what the
+    replaced caption would have stated, and the flag says so.
     """
     scene = sample_scene(seed, index, knobs) if scene is None else scene
     draws = Draws(seed, index, CAPTION_STREAM)
-    text, omitted = describe(scene, draws, knobs)
+    text, omitted = describe(scene, draws, knobs, facts=facts)
     junk = draws.random() < knobs["junk_rate"]
     if junk:
         text = _add_junk(text, draws)
@@ -644,6 +668,24 @@ def _background(scene: dict[str, Any], image_size: int, rng: Callable[[], np.ran
     return img.convert("RGB").resize((canvas, canvas), Image.NEAREST)
 
 
+def _draw_object(draw: ImageDraw.ImageDraw, obj: dict[str, Any], canvas: int, fill: Any) -> list[float]:
+    """Draw one object on a canvas of side ``canvas`` (supersampled pixels); returns its box ``[x0, y0, x1, y1]``."""
+    half = SIZE_FRACTIONS[obj["size"]] / 2 * canvas
+    x, y = obj["cx"] * canvas, obj["cy"] * canvas
+    points, cuts, ring = _packed_geometry(obj["shape"])
+    if ring is not None:  # rotation cannot change a ring
+        r, w = ring[0] * half, ring[1] * half
+        draw.ellipse([x - r, y - r, x + r, y + r], outline=fill, width=max(1, int(round(w))))
+        return [x - r, y - r, x + r, y + r]
+    a = math.radians(obj["angle"])
+    ca, sa = math.cos(a) * half, math.sin(a) * half
+    xy = points @ np.array([[ca, sa], [-sa, ca]]) + (x, y)  # one transform for all of the shape's polygons
+    flat = xy.ravel().tolist()
+    for lo, hi in cuts:
+        draw.polygon(flat[2 * lo : 2 * hi], fill=fill)
+    return [*xy.min(0).tolist(), *xy.max(0).tolist()]
+
+
 def render(
     scene: dict[str, Any], image_size: int, rng: Callable[[], np.random.Generator], clutter: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -664,28 +706,32 @@ def render(
             draw.line(pts, fill=colour, width=width * int(g.integers(1, 4)), joint="curve")
     boxes = np.zeros((len(scene["objects"]), 4), np.float32)
     for i, obj in enumerate(scene["objects"]):
-        colour = _RGB[obj["colour"]]
-        half = SIZE_FRACTIONS[obj["size"]] / 2 * canvas
-        x, y = obj["cx"] * canvas, obj["cy"] * canvas
-        points, cuts, ring = _packed_geometry(obj["shape"])
-        if ring is not None:  # rotation cannot change a ring
-            r, w = ring[0] * half, ring[1] * half
-            draw.ellipse([x - r, y - r, x + r, y + r], outline=colour, width=max(1, int(round(w))))
-            boxes[i] = [x - r, y - r, x + r, y + r]
-            continue
-        a = math.radians(obj["angle"])
-        ca, sa = math.cos(a) * half, math.sin(a) * half
-        xy = points @ np.array([[ca, sa], [-sa, ca]]) + (x, y)  # one transform for all of the shape's polygons
-        flat = xy.ravel().tolist()
-        for lo, hi in cuts:
-            draw.polygon(flat[2 * lo : 2 * hi], fill=colour)
-        boxes[i, :2], boxes[i, 2:] = xy.min(0), xy.max(0)
+        boxes[i] = _draw_object(draw, obj, canvas, _RGB[obj["colour"]])
     boxes = np.minimum(np.maximum(boxes / SUPERSAMPLE, 0), image_size)
     out = np.asarray(img.reduce(SUPERSAMPLE))
     if clutter > 0:  # sensor-like noise, after downsampling so it stays pixel-sized
         noise = rng().normal(0.0, 24.0 * clutter, out.shape)
         out = np.clip(out + noise, 0, 255).astype(np.uint8)
     return out, boxes
+
+
+def object_masks(scene: dict[str, Any], image_size: int) -> np.ndarray:
+    """Where each object of ``scene`` is visible in its rendered image: float32 ``[m, S, S]``, the fraction of
+    each output pixel it covers (drawn with ``render``'s geometry at the same supersampling; objects drawn
+    later hide earlier ones, as in ``render``). Objects are in ``scene["objects"]`` order, as ``World.boxes``."""
+    canvas = image_size * SUPERSAMPLE
+    layers = []
+    for obj in scene["objects"]:
+        img = Image.new("L", (canvas, canvas), 0)
+        _draw_object(ImageDraw.Draw(img), obj, canvas, 255)
+        layers.append(np.asarray(img) > 0)
+    covered = np.zeros((canvas, canvas), bool)
+    out = np.zeros((len(layers), image_size, image_size), np.float32)
+    for i in range(len(layers) - 1, -1, -1):  # the last object drawn is on top
+        visible = layers[i] & ~covered
+        covered |= layers[i]
+        out[i] = visible.reshape(image_size, SUPERSAMPLE, image_size, SUPERSAMPLE).mean(axis=(1, 3))
+    return out
 
 
 def make_item(seed: int, index: int, image_size: int, knobs: dict[str, Any]) -> dict[str, Any]:
