@@ -92,3 +92,15 @@ def scorecard(scale: str = "laptop") -> pd.DataFrame:
 
     return pd.DataFrame(protoclip_chapter.claims(scale),
                         columns=["paper", "claim", "paper_value", "book_value", "verdict"])
+
+
+def paired_interval(differences: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided ``confidence`` interval of the mean of per-seed paired differences, from the t distribution
+    with n - 1 degrees of freedom; ``(-inf, inf)`` with fewer than two seeds."""
+    from scipy import stats
+
+    d = np.asarray(differences, dtype=float)
+    if len(d) < 2:
+        return float("-inf"), float("inf")
+    half = stats.t.ppf(0.5 + confidence / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return float(d.mean() - half), float(d.mean() + half)
