@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from vlp_lib import experiment, protoclip_chapter as chapter, report, runs
+from vlp_lib import ablation, experiment, protoclip_chapter as chapter, report, runs
 from vlp_lib.train import TrainConfig
 
 
@@ -79,9 +79,62 @@ def test_relative_epochs_and_stage_shares():
 
 def test_scorecard_without_runs_says_not_run():
     card = report.scorecard("smoke")
-    assert list(card.columns) == ["paper", "claim", "paper_value", "book_value", "verdict"]
-    assert len(card) >= 8 and set(card["verdict"]) == {"not run"}
-    assert (card["paper"] == "ProtoCLIP").all() and card["claim"].is_unique
+    assert list(card.columns) == report.SCORECARD_COLUMNS
+    assert {"paper_value", "book_value", "interval", "verdict", "mde", "seeds_needed"} <= set(card.columns)
+    assert len(card) == len(chapter.CLAIMS) and set(card["verdict"]) == {"not run"}
+    assert (card["paper"] == "ProtoCLIP").all() and card["id"].is_unique and card["claim"].is_unique
+    assert (card[["book_value", "interval", "mde", "seeds_needed"]] == "").all().all()
+
+
+ALL_ROWS = chapter.TABLE3 + chapter.TABLE10 + chapter.TABLE11 + chapter.TABLE4 + chapter.TABLE4_CONTROLS
+
+
+def test_claims_are_stated_once_and_their_rows_exist():
+    ids = [c.id for c in chapter.CLAIMS]
+    assert len(ids) == len(set(ids))
+    for c in chapter.CLAIMS:
+        assert c.kind in chapter.CLAIM_KINDS and c.notebook in chapter.CLAIM_NOTEBOOKS
+        assert c.text and c.source and c.paper_value
+        assert c.paper_effect is None or 0 < c.paper_effect < 1  # a fraction on our metric, never pp
+        if c.ablation is None:
+            # every row of a claim is a row of the chapter's tables, under a label a table gives it
+            for row in (c.better, c.reference):
+                assert any(row == r and row.label == r.label for r in ALL_ROWS), (c.id, row)
+        else:
+            assert c.better is None and c.reference is None and c.notebook == "ablation"
+    # Fig. 6's claims are ablation.CLAIMS, with their paper effects
+    fig6 = {c.id: c for c in chapter.CLAIMS if c.ablation is not None}
+    assert {c.id for c in ablation.CLAIMS} == set(fig6)
+    assert fig6["fig6b_soft_target"].paper_effect == pytest.approx(0.0158)
+    # the components notebook's claims that used to miss the scorecard
+    by_id = {c.id: c for c in chapter.CLAIMS}
+    assert by_id["table3_augmentation"].paper_effect == pytest.approx(0.0037)
+    assert by_id["table10_proto_adds"].paper_effect == pytest.approx(0.4476 - 0.4098)
+
+
+def test_every_notebook_shows_its_claims_from_the_one_list():
+    """Each chapter notebook shows its subset of ``CLAIMS`` (``claims_table(results, notebook=...)``, the
+    ablation's through ``ablation.claims_table``), and every claim a notebook shows is on the scorecard."""
+    import json
+    from pathlib import Path
+
+    card_ids = set(report.scorecard("smoke")["id"])
+    shown = set()
+    folder = Path(chapter.__file__).resolve().parent.parent / "notebooks"
+    for name in chapter.CLAIM_NOTEBOOKS:
+        cells = json.loads((folder / f"protoclip_{name}.ipynb").read_text())["cells"]
+        source = "".join("".join(c["source"]) for c in cells)
+        if name == "ablation":
+            assert "ablation.claims_table(results, plan)" in source
+            ids = {c.id for c in chapter.CLAIMS if c.notebook == "ablation"}
+        else:
+            assert f'claims_table(results, notebook="{name}")' in source, name
+            ids = set(chapter.claims_table({}, notebook=name).index)
+        assert ids and ids <= card_ids
+        shown |= ids
+    assert shown == card_ids
+    with pytest.raises(ValueError, match="notebook"):
+        chapter.claims_table({}, notebook="nowhere")
 
 
 def test_scorecard_judges_stored_runs():
@@ -90,10 +143,64 @@ def test_scorecard_judges_stored_runs():
         _record(t3["ProtoCLIP w/o RoBERTa"], seed, {"avg3/linear": 0.30 + luck}, {}, "laptop")
         _record(t3["- w/o PBT"], seed, {"avg3/linear": 0.25 + luck + 0.001 * seed}, {}, "laptop")
         _record(t3["- w/o soft target"], seed, {"avg3/linear": 0.30 + luck + 0.01 * (seed - 1)}, {}, "laptop")
-    card = report.scorecard("laptop").set_index("claim")
-    assert card.loc["PBT helps (Table III)", "verdict"] == "reproduced"
-    assert card.loc["Soft targets help (Table III)", "verdict"] == "inconclusive"
-    assert card.loc["The external teacher helps (Table III)", "verdict"] == "not run"
+    card = report.scorecard("laptop").set_index("id")
+    pbt = card.loc["table3_pbt"]
+    assert pbt["verdict"] == "reproduced" and pbt["seeds"] == 3
+    # per-seed differences 0.050, 0.049, 0.048: mean 4.90 pp, sd 0.1 pp, t(0.975, 2) = 4.303
+    half = 4.302653 * 0.1 / 3 ** 0.5
+    assert pbt["book_value"] == "+4.90 pp" and pbt["interval"] == f"[{4.9 - half:+.2f}, {4.9 + half:+.2f}] pp"
+    assert pbt["mde"] == f"{(4.302653 + 1.060660) * 0.1 / 3 ** 0.5:.2f} pp" and pbt["seeds_needed"] == "2"
+    # differences +1, 0, -1 pp: the interval holds 0 and the paper's +0.54 pp
+    assert card.loc["table3_soft_target", "verdict"] == "inconclusive"
+    assert card.loc["table3_teacher", "verdict"] == "not run" and card.loc["table3_teacher", "interval"] == ""
+
+
+def test_claims_table_judges_a_notebooks_runs():
+    """Comparisons against the paper's effect, "matches in less time" and timing claims on in-memory records."""
+    proto_half = chapter.find_row(chapter.TABLE4, "ProtoCLIP", 0.5)
+    clip_e, proto_e = chapter.find_row(chapter.TABLE4, "CLIP", 1.0), chapter.find_row(chapter.TABLE4, "ProtoCLIP", 1.0)
+    results = {proto_half: [], clip_e: [], proto_e: []}
+    for seed, luck in zip((0, 1, 2), (0.0, 0.04, -0.02)):
+        metrics = {"avg3/zeroshot_top1": 0.40 + luck, "avg3/linear": 0.50 + luck, "clutter10/ari": 0.30 + luck}
+        results[clip_e].append(_record(clip_e, seed, metrics, {"training": 10.0}))  # 2 epochs: 5 s per epoch
+        results[proto_half].append(_record(  # 1 epoch in 6 s: a third less time, +0.1 pp zero-shot
+            proto_half, seed, {**metrics, "avg3/zeroshot_top1": 0.401 + luck + 0.0001 * seed},
+            {"training": 4.0, "episode_start": 2.0, "feature_extraction": 1.5, "kmeans": 0.1, "pbt": 0.0}))
+        results[proto_e].append(_record(  # linear -1 pp on every seed; ARI -0.001, 0, +0.001: far below 0.059
+            proto_e, seed, {**metrics, "avg3/linear": 0.49 + luck, "clutter10/ari": 0.30 + luck + 0.001 * (seed - 1)},
+            {"training": 12.0}))
+    bench = chapter.claims_table(results, notebook="benchmark")
+    assert list(bench.index) == ["table4_linear", "table4_zeroshot", "table4_half_epochs"]
+    assert bench.loc["table4_linear", "verdict"] == "opposite"
+    match = bench.loc["table4_half_epochs"]
+    assert match["verdict"] == "reproduced" and match["book_value"].endswith("at 1.20 vs 2.00 relative epochs")
+    assert chapter.claims_table(results, notebook="clustering").loc["table12_ari", "verdict"] == "smaller than claimed"
+    timing = chapter.claims_table(results, notebook="efficiency")
+    assert timing.loc["fig9_kmeans_share", "book_value"] == "1.8%"  # 0.1 of 5.6 s of episode stages
+    assert timing.loc["fig9_kmeans_share", "verdict"] == "reproduced"  # within a factor of 2 of 2.3%
+    assert timing.loc["fig9_overhead", "book_value"] == "+20.0%"  # 6 s per epoch against CLIP's 5 s
+    assert timing.loc["fig9_overhead", "verdict"] == "reproduced"
+    # slower than CLIP: the match is the opposite whatever the accuracies
+    for r in results[proto_half]:
+        r["timings"]["training"] = 40.0
+    assert chapter.claims_table(results, notebook="benchmark").loc["table4_half_epochs", "verdict"] == "opposite"
+    assert chapter.claims_table({}, notebook="components")["verdict"].eq("not run").all()
+
+
+def test_scorecard_judges_stored_ablation_sweeps():
+    """Fig. 6's claims come from the ablation's stored runs, a sweep once all of its runs (and the base) are stored."""
+    plan = ablation.make_plan("smoke")
+    for run in plan.runs:
+        if run.sweep in ("base", "target_temperature"):
+            gain = 0.02 if run.value == 0.01 else 0.0
+            seed = run.config["seed"]
+            value = 0.3 + 0.05 * seed + gain + 0.001 * seed ** 2
+            runs.save(experiment.RUN_KIND, run.config, {"avg3/linear": value}, {})
+    card = report.scorecard("smoke").set_index("id")
+    soft = card.loc["fig6b_soft_target"]
+    assert soft["verdict"] == "reproduced" and soft["seeds"] == 3
+    assert soft["paper_value"] == "+1.58 pp (average linear probe)"
+    assert card.loc["fig6a_episode", "verdict"] == "not run"
 
 
 def test_row_table_reports_paired_differences():

@@ -2,14 +2,19 @@
 
 ``make_plan`` validates every parameter (``ValueError`` naming it, before any compute), derives the
 runs of the requested sweeps around the base setting, and ``estimate_seconds`` says how long the runs
-not yet in the results store will take. The base setting follows IV-D: episode = 0.2 of the data
+not yet in the results store will take on this machine (``calibrate_rates`` measures it in a few seconds).
+``CLAIMS`` states IV-D's claims about Fig. 6 once, as data; ``claims_table`` judges them by
+``report.VERDICT_RULE``. The base setting follows IV-D: episode = 0.2 of the data
 (paper: 0.2M of 1M), no soft target (hardmax), 10 images per prototype, no external teacher, no
 augmentation beyond the 0.9-1 crop; the training amount (episode size x episodes) is held fixed.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -18,9 +23,9 @@ import pandas as pd
 
 from . import experiment, runs
 from .config import as_list, check_positive_int, scale_defaults
-from .report import mean_std, paired_differences, verdict
+from .report import format_test, mean_std, paired_differences, paired_test
 from .suite import VALIDATION_TASKS
-from .teachers import check_teacher
+from .teachers import PCA_DIM, check_teacher
 
 SWEEPS = {
     "episode_size": "Fig. 6 (a): episode size (ProtoCLIP without L_CLIP)",
@@ -34,7 +39,7 @@ SWEEPS = {
 # data) is a multiple of the batch and divides the training amount, so every run trains on exactly the same
 # number of pairs. The learning-rate warm-up is ``WARMUP_FRACTION`` of a run's steps.
 ABLATION_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=256, total_samples=256, batch_size=64, task_train=200, task_test=100,
+    "smoke": dict(train_size=128, total_samples=128, batch_size=32, task_train=100, task_test=50,
                   retrieval_images=30, head_hidden=64, head_dim=32,
                   episode_fractions=(1.0,), temperatures=(0.0, 0.01), images_per_prototype_values=(5, 10),
                   teachers=("none", "minilm")),
@@ -50,12 +55,11 @@ ABLATION_SCALES: dict[str, dict[str, Any]] = {
 EPISODE_FRACTION = 0.2  # IV-D: 0.2M pairs per episode out of 1M
 WARMUP_FRACTION = 0.05
 
-# Throughputs of rn-tiny on the 2-core CPU, for the time estimate only: training and extraction from the
-# stored laptop runs; K-Means from benchmarks/bench_cluster.py (N = 200,000, K = 20,000, d = 64: 3.8 s per
-# Lloyd iteration, i.e. 6.7e10 point x centroid x dimension products per second), with the k-means++ seeding
-# counted as 5 more iterations; evaluation of the three validation tasks and retrieval per run.
-RATES = {"train": 1_000.0, "extract": 3_000.0, "kmeans_products_per_s": 6.7e10, "kmeans_seeding_iters": 5,
-         "eval_s": 7.0}
+# The time estimate's rates are measured on the machine at hand (``calibrate_rates``), once per process and
+# setting; the largest K-Means the calibration runs (points), so that it stays within a second or two.
+CALIBRATION_KMEANS_POINTS = 8_192
+CALIBRATION_IMAGES = 256  # rendered for the calibration (paper-scale 224 px images render slowly)
+_CALIBRATIONS: dict[str, dict[str, float]] = {}
 
 
 @dataclass
@@ -166,28 +170,170 @@ def make_plan(
     return plan
 
 
-def estimate_seconds(plan: Plan) -> dict[str, float]:
-    """Rough wall time of the runs not yet stored (rates measured for rn-tiny on 2 cores), including the
-    CLIP runs that serve as the "clip" teacher; ``world_seconds`` is the generation of the world if it
-    is not cached yet (4,000 images/s with two processes)."""
-    todo = [c for c in plan.unique_configs() if runs.load(experiment.RUN_KIND, c) is None]
-    seconds = 0.0
-    teacher_seeds = set()
+def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = True) -> dict[str, float]:
+    """This machine's rates for the run ``config`` (an ``experiment.make_config`` dict), measured in a few seconds
+    and cached per process, for ``estimate_seconds``:
+
+    - ``world_images_per_s``: rendering ``CALIBRATION_IMAGES`` images of the run's world (one process, times the
+      two workers ``generate`` uses for a large world);
+    - ``train``: samples/s of ``steps`` training steps of the run's model and method with its augmentation
+      (``train.train`` on ``steps x batch_size`` pairs, those images repeated, as one episode, after a one-step
+      warm-up call);
+    - ``extract`` (ProtoCLIP): samples/s of that episode's feature extraction (``ProtoCLIP.extract``, timed by
+      the method itself);
+    - ``kmeans_products_per_s`` / ``kmeans_seeding_products_per_s`` (ProtoCLIP): point x centroid x dimension
+      products per second of one Lloyd iteration (10 iterations of ``cluster.kmeans``) / of the k-means++ seeding
+      (``cluster.kmeanspp_init``; ``inf`` for faiss's random seeding), on random unit vectors at the run's
+      episode size (at most ``CALIBRATION_KMEANS_POINTS`` points, as many points per prototype as the run) and
+      its ``head_dim``;
+    - ``eval_s``: one ``evaluate_suite`` of the calibration model at the run's evaluation settings (an untrained
+      model's probes converge in about as many iterations as a trained one's). The task sets are generated and
+      cached first, untimed, as the first real run would otherwise do. 0 with ``evaluation=False``.
+    """
+    from .cluster import kmeans, kmeanspp_init
+    from .data import tasks as task_lib
+    import torch
+
+    from .data.paired import PairedData, from_world
+    from .data.tokenizer import world_tokenizer
+    from .data.world import generate
+    from .methods import create_method
+    from .models import create_model
+    from .suite import evaluate_suite
+    from .train import TrainConfig, train
+
+    steps = check_positive_int("steps", steps)
+    key_fields = ("model", "image_size", "batch_size", "context_length", "method", "method_kwargs", "augmentation",
+                  "precision", "device", "world_knobs", "world_seed", "train_size", "episode_size", "lr")
+    if evaluation:
+        key_fields += ("scale", "eval_tasks", "task_train", "task_test", "retrieval_images")
+    key = json.dumps([{k: config.get(k) for k in key_fields}, steps, evaluation], sort_keys=True, default=str)
+    if key in _CALIBRATIONS:
+        return dict(_CALIBRATIONS[key])
+
+    batch = int(config["batch_size"])
+    n = steps * batch
+    rendered = min(n, CALIBRATION_IMAGES)
+    t0 = time.perf_counter()
+    world = generate(rendered, seed=config["world_seed"], image_size=config["image_size"], workers=1,
+                     progress=False, cache=False, **config["world_knobs"])
+    rates = {"world_images_per_s": rendered / (time.perf_counter() - t0) * max(1, min(2, os.cpu_count() or 1))}
+    tokenizer = world_tokenizer(config["context_length"])
+    pairs = from_world(world, tokenizer)
+    tile = np.arange(n) % rendered  # the images repeat: a step's time does not depend on what they show
+    data = PairedData(pairs.images[tile], [pairs.captions[i] for i in tile], pairs.tokens[torch.as_tensor(tile)])
+    model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
+                         image_size=config["image_size"], seed=config["seed"])
+    kwargs = dict(config["method_kwargs"])
+    teacher = check_teacher(kwargs.pop("external_teacher", "none"))
+    proto = config["method"] == "protoclip"
+    if proto:
+        kwargs.update(embed_dim=int(model.text_projection.shape[1]), warmup_episodes=0)  # cluster at once
+        if kwargs.get("k"):
+            kwargs["k"] = min(kwargs["k"], batch)
+        if teacher != "none":  # the teacher's features are cached once per world; only their K-Means costs time
+            e = np.random.default_rng(0).standard_normal((n, PCA_DIM)).astype(np.float32)
+            kwargs["external_features"] = e / np.linalg.norm(e, axis=1, keepdims=True)
+    method = create_method(config["method"], **kwargs)
+
+    def train_cfg(epochs: float, episode: int | None) -> TrainConfig:
+        return TrainConfig(epochs=epochs, batch_size=batch, episode_size=episode, lr=config["lr"], warmup_steps=1,
+                           augmentation=config["augmentation"], precision=config["precision"],
+                           device=config["device"], progress=False)
+
+    train(model, method, data, train_cfg(batch / n, batch))  # warm-up: one step, allocations and kernels
+    timed = train(model, method, data, train_cfg(1.0, None))  # one episode of ``steps`` steps
+    rates["train"] = n / timed.timings["training"]
+    if proto:
+        rates["extract"] = n / timed.timings["feature_extraction"]
+        e = config["episode_size"] or config["train_size"]
+        points = min(e, CALIBRATION_KMEANS_POINTS)
+        k = config["method_kwargs"].get("k") or max(1, e // config["method_kwargs"].get("images_per_prototype", 10))
+        k = max(1, min(points, round(k * points / e)))
+        d = int(config["method_kwargs"].get("head_dim", 64))
+        x = np.random.default_rng(0).standard_normal((points, d)).astype(np.float32)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        products = float(points) * k * d
+        kmeans(x[: max(k, 2)], max(1, k // 10), niter=1, seed=0, init="random")  # warm-up: threads, allocations
+        iters = 10
+        t0 = time.perf_counter()
+        kmeans(x, k, niter=iters, seed=0, init="random")  # Lloyd's iterations (random seeding costs nothing)
+        rates["kmeans_products_per_s"] = products * iters / max(time.perf_counter() - t0, 1e-9)
+        if config["method_kwargs"].get("kmeans_init", "kmeans++") == "kmeans++":
+            t0 = time.perf_counter()
+            kmeanspp_init(x, k, seed=0)
+            rates["kmeans_seeding_products_per_s"] = products / max(time.perf_counter() - t0, 1e-9)
+        else:
+            rates["kmeans_seeding_products_per_s"] = math.inf
+    rates["eval_s"] = 0.0
+    if evaluation:
+        for name in config["eval_tasks"]:  # generated and cached once, untimed: the runs will find them cached
+            for split, size in (("train", config["task_train"]), ("test", config["task_test"])):
+                task_lib.load_task(name, split, n=size, scale=config["scale"])
+        task_lib.load_retrieval(n_images=config["retrieval_images"], scale=config["scale"])
+        t0 = time.perf_counter()
+        evaluate_suite(model, tokenizer, config)
+        rates["eval_s"] = time.perf_counter() - t0
+    _CALIBRATIONS[key] = rates
+    return dict(rates)
+
+
+def run_seconds(config: dict[str, Any], rates: dict[str, float]) -> float:
+    """Wall time of one run from ``rates`` (``calibrate_rates``): its training steps, and for ProtoCLIP, every
+    clustering episode's feature extraction and K-Means (image, text and the teacher's, seeding plus
+    ``kmeans_iters`` Lloyd iterations of N x K x d products), plus one evaluation."""
+    n, e, batch = config["train_size"], config["episode_size"] or config["train_size"], config["batch_size"]
+    episodes = max(1, round(config["epochs"] * n / e))
+    seconds = episodes * (e // batch) * batch / rates["train"] + rates["eval_s"]
+    if config["method"] != "protoclip":
+        return seconds
+    kw = config["method_kwargs"]
+    clustering = max(0, episodes - int(kw.get("warmup_episodes", 0))) if kw.get("proto_weight", 1.0) else 0
+    k = kw.get("k") or max(1, e // kw.get("images_per_prototype", 10))
+    dims = 2 * int(kw.get("head_dim", 64)) + (PCA_DIM if kw.get("external_teacher", "none") != "none" else 0)
+    products = float(e) * k * dims
+    per_episode = (e / rates["extract"] + products * int(kw.get("kmeans_iters", 20)) / rates["kmeans_products_per_s"]
+                   + products / rates["kmeans_seeding_products_per_s"])
+    return seconds + clustering * per_episode
+
+
+def _teacher_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The CLIP run whose text encoder is the "clip" teacher of ``config`` (as ``experiment.method_arguments``)."""
+    return {**config, "method": "clip", "method_kwargs": {}, "episode_size": None, "image_lock_fraction": 0.0}
+
+
+def estimate_seconds(plan: Plan, rates: dict[str, float] | None = None) -> dict[str, float]:
+    """Wall time of the runs not yet stored, on this machine: ``rates`` measured by ``calibrate_rates`` on the
+    plan's first missing run (seconds; pass ``rates`` to skip it, as the tests do), summed by ``run_seconds`` over
+    the missing runs and the missing CLIP runs that serve as the "clip" teacher (trained at the calibrated CLIP
+    rate, ``rates["clip_train"]``, or ``rates["train"]``). Where some of the plan's runs are stored, the
+    evaluation time is the median of theirs instead of a calibrated one. ``world_seconds``: rendering the world
+    if it is not cached yet, at the calibrated ``world_images_per_s``. Nothing is measured when every run is
+    stored."""
+    records = {runs.config_hash(c): (c, runs.load(experiment.RUN_KIND, c)) for c in plan.unique_configs()}
+    todo = [c for c, record in records.values() if record is None]
+    evaluations = [r["timings"]["evaluation"] for _, r in records.values()
+                   if r is not None and "evaluation" in r.get("timings", {})]
+    teachers: dict[str, dict[str, Any]] = {}
     for c in todo:
-        n, e = c["train_size"], c["episode_size"]
-        episodes = max(1, round(c["epochs"] * n / e))
-        kw = c["method_kwargs"]
-        k = kw.get("k") or e // kw.get("images_per_prototype", 10)
-        n_kmeans = 2 + (kw.get("external_teacher", "none") != "none")
-        seconds += c["epochs"] * n / RATES["train"] + episodes * e / RATES["extract"]
-        iters = kw.get("kmeans_iters", 20) + RATES["kmeans_seeding_iters"]
-        seconds += episodes * n_kmeans * iters * e * k * kw.get("head_dim", 64) / RATES["kmeans_products_per_s"]
-        seconds += RATES["eval_s"]
-        if kw.get("external_teacher") == "clip" and c["seed"] not in teacher_seeds:
-            teacher_seeds.add(c["seed"])
-            seconds += c["epochs"] * n / RATES["train"] + RATES["eval_s"]
-    return {"runs_total": len(plan.unique_configs()), "runs_to_do": len(todo), "seconds": seconds,
-            "world_seconds": plan.base["train_size"] / 4_000.0}
+        if c["method_kwargs"].get("external_teacher") == "clip":
+            t = _teacher_config(c)
+            if runs.load(experiment.RUN_KIND, t) is None:
+                teachers.setdefault(runs.config_hash(t), t)
+    out = {"runs_total": len(plan.unique_configs()), "runs_to_do": len(todo), "seconds": 0.0, "world_seconds": 0.0}
+    if not todo:
+        return out
+    if rates is None:
+        rates = calibrate_rates(todo[0], evaluation=not evaluations)
+        if evaluations:
+            rates["eval_s"] = float(np.median(evaluations))
+        if teachers:
+            rates["clip_train"] = calibrate_rates(next(iter(teachers.values())), evaluation=False)["train"]
+    clip_rates = {**rates, "train": rates.get("clip_train", rates["train"])}
+    out["seconds"] = (sum(run_seconds(c, rates) for c in todo)
+                      + sum(run_seconds(t, clip_rates) for t in teachers.values()))
+    out["world_seconds"] = plan.base["train_size"] / rates["world_images_per_s"]
+    return out
 
 
 def execute(plan: Plan, progress: bool = True) -> list[tuple[Run, dict]]:
@@ -217,30 +363,56 @@ def seed_table(results: list[tuple[Run, dict]], metric: str = "avg3/linear") -> 
     return out
 
 
+@dataclass(frozen=True)
+class SweepClaim:
+    """One of IV-D's claims about Fig. 6: in ``sweep``, the bar ``better`` beats ``reference`` (``None``: the best
+    of the other bars, for "is the best value"). Episode sizes are fractions of the world (0.2 of the data
+    against one episode per epoch). ``paper_effect``: the gain IV-D states, as a fraction (its percentage points
+    / 100), or ``None`` where the paper shows it only in the figure."""
+
+    id: str
+    sweep: str
+    text: str
+    better: Any
+    reference: Any
+    paper_effect: float | None = None
+
+
+CLAIMS: list[SweepClaim] = [
+    SweepClaim("fig6a_episode", "episode_size", "episode of 0.2 of the data beats one episode per epoch",
+               EPISODE_FRACTION, 1.0, 0.0286),
+    SweepClaim("fig6b_soft_target", "target_temperature", "soft target tau_y = 0.01 beats hardmax", 0.01, 0.0,
+               0.0158),
+    SweepClaim("fig6c_images_per_prototype", "images_per_prototype", "10 images per prototype is the best value",
+               10, None),
+    SweepClaim("fig6d_minilm", "external_teacher", "the language-model teacher (RoBERTa; ours MiniLM) helps",
+               "minilm", "none"),
+    SweepClaim("fig6d_clip", "external_teacher", "the CLIP text-encoder teacher helps", "clip", "none"),
+    SweepClaim("fig6d_minilm_vs_clip", "external_teacher", "the language-model teacher beats the CLIP teacher",
+               "minilm", "clip"),
+]
+
+
 def paper_claims(plan: Plan) -> list[dict[str, Any]]:
-    """IV-D's claims about Fig. 6 as (sweep, setting claimed better, reference) in this plan's values.
-    ``reference=None`` means "every other bar of the sweep" (the best of them is used)."""
+    """``CLAIMS`` in this plan's values: dicts with ``id``, ``sweep``, ``claim``, ``better``, ``reference``
+    (``None``: "every other bar of the sweep", the best of them is used), ``paper_effect`` (fraction) and
+    ``paper_gain_pp``."""
     n = plan.base["train_size"]
     batch = min(ABLATION_SCALES[plan.scale]["batch_size"], plan.base["episode_size"])
-    return [
-        {"sweep": "episode_size", "claim": "episode of 0.2 of the data beats one episode per epoch",
-         "better": max(batch, int(round(EPISODE_FRACTION * n))), "reference": n, "paper_gain_pp": 2.86},
-        {"sweep": "target_temperature", "claim": "soft target tau_y = 0.01 beats hardmax",
-         "better": 0.01, "reference": 0.0, "paper_gain_pp": 1.58},
-        {"sweep": "images_per_prototype", "claim": "10 images per prototype is the best value",
-         "better": 10, "reference": None, "paper_gain_pp": None},
-        {"sweep": "external_teacher", "claim": "the language-model teacher (RoBERTa; ours MiniLM) helps",
-         "better": "minilm", "reference": "none", "paper_gain_pp": None},
-        {"sweep": "external_teacher", "claim": "the CLIP text-encoder teacher helps",
-         "better": "clip", "reference": "none", "paper_gain_pp": None},
-        {"sweep": "external_teacher", "claim": "the language-model teacher beats the CLIP teacher",
-         "better": "minilm", "reference": "clip", "paper_gain_pp": None},
-    ]
+
+    def value(c: SweepClaim, v: Any) -> Any:
+        return max(batch, int(round(v * n))) if c.sweep == "episode_size" and v is not None else v
+
+    return [{"id": c.id, "sweep": c.sweep, "claim": c.text, "better": value(c, c.better),
+             "reference": value(c, c.reference), "paper_effect": c.paper_effect,
+             "paper_gain_pp": None if c.paper_effect is None else round(100 * c.paper_effect, 2)} for c in CLAIMS]
 
 
 def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear") -> pd.DataFrame:
-    """Each claim of ``paper_claims`` tested on this book's runs: the per-seed (paired) difference between the
-    claimed-better setting and its reference, mean ± std in percentage points, and ``report.verdict``.
+    """Each claim of ``paper_claims`` tested on this book's runs by ``report.paired_test``: the per-seed (paired)
+    difference between the claimed-better setting and its reference, mean ± std and its 95% t interval in
+    percentage points, the verdict (``report.VERDICT_RULE``, against the paper's gain where it states one), the
+    minimum detectable effect at the seeds run and the seeds that would decide the claim at the measured spread.
 
     Pairing by seed matters here: a seed that trains well does so in every setting, so the std of the bars
     (``sweep_table``) is mostly that common luck, and the std of the per-seed differences is not."""
@@ -258,11 +430,17 @@ def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg
             reference = max(others, key=lambda value: np.mean(list(others[value].values())))
         if reference not in bars:
             continue
-        diff = paired_differences(bars[c["better"]], bars[reference])
-        m, sd = mean_std(diff)
-        rows.append({"sweep": SWEEPS[c["sweep"]].split(":")[0], "claim": c["claim"], "setting": c["better"],
-                     "reference": reference, "paper gain (pp)": c["paper_gain_pp"],
-                     "book gain (pp)": f"{100 * m:+.2f} ± {100 * sd:.2f}", "gain": m, "gain_std": sd,
-                     "seeds": len(diff), "verdict": verdict(diff)})
-    return pd.DataFrame(rows, columns=["sweep", "claim", "setting", "reference", "paper gain (pp)", "book gain (pp)",
-                                       "gain", "gain_std", "seeds", "verdict"])
+        test = paired_test(paired_differences(bars[c["better"]], bars[reference]), c["paper_effect"])
+        text = format_test(test)
+        rows.append({"id": c["id"], "sweep": SWEEPS[c["sweep"]].split(":")[0], "claim": c["claim"],
+                     "setting": c["better"], "reference": reference, "paper gain (pp)": c["paper_gain_pp"],
+                     "book gain (pp)": f"{100 * test.mean:+.2f} ± {100 * test.std:.2f}",
+                     "95% interval": text["interval"], "verdict": test.verdict, "detectable effect": text["mde"],
+                     "seeds to decide": text["seeds_needed"], "gain": test.mean, "gain_std": test.std,
+                     "seeds": test.n, "test": test})
+    return pd.DataFrame(rows, columns=CLAIMS_TABLE_COLUMNS)
+
+
+CLAIMS_TABLE_COLUMNS = ["id", "sweep", "claim", "setting", "reference", "paper gain (pp)", "book gain (pp)",
+                        "95% interval", "verdict", "detectable effect", "seeds to decide", "gain", "gain_std",
+                        "seeds", "test"]

@@ -14,13 +14,14 @@ tau_y = 0.01, PBT, the external teacher (MiniLM standing in for RoBERTa) and Pro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from . import ablation, experiment, runs
 from .config import as_list, scale_defaults
-from .report import direction, fmt, mean_std, record_differences, seed_values, verdict
+from .report import (SCORECARD_COLUMNS, PairedTest, direction, fmt, format_test, mean_std, paired_test,
+                     record_differences, seed_values)
 from .suite import VALIDATION_TASKS
 
 # Sizes per scale. Laptop: 20,480 pairs, E = 2 epochs = 320 steps of 128 pairs with the laptop recipe
@@ -28,8 +29,8 @@ from .suite import VALIDATION_TASKS
 # the three validation tasks plus background and count for Table XII, 500 retrieval images, three seeds. Smoke (tests):
 # the three validation tasks and two seeds, which is enough to run every line but too few to judge a claim.
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=256, unit_epochs=2, batch_size=64, episode_size=64, task_train=200, task_test=100,
-                  retrieval_images=30, head_hidden=64, head_dim=32, data_sizes=(64, 128),
+    "smoke": dict(train_size=128, unit_epochs=2, batch_size=32, episode_size=64, task_train=100, task_test=50,
+                  retrieval_images=30, head_hidden=64, head_dim=32, data_sizes=(32, 64),
                   eval_tasks=VALIDATION_TASKS, seeds=(0, 1), lr=1e-3, warmup_fraction=0.1, infonce_warmup_episodes=1),
     "laptop": dict(train_size=20_480, unit_epochs=2, batch_size=128, episode_size=4_096, task_train=2_000,
                    task_test=1_000, retrieval_images=500, head_hidden=512, head_dim=64,
@@ -184,17 +185,103 @@ def relative_epochs(records: list[dict], clip_records: list[dict]) -> float:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# the chapter's headline claims, judged on stored runs (nothing is trained here)
+# the chapter's headline claims, stated once as data (``CLAIMS``) and judged on runs (nothing is trained here)
 
-TIMING_RULE = "Timing claims: reproduced when the book's value is within a factor of 2 of the paper's."
-MATCH_RULE = ("'Matches in less time': reproduced when it takes less time and its per-seed difference is >= 0 on "
-              "average and not significantly negative (mean + 2 se >= 0); not reproduced when it takes more time "
-              "or is significantly worse; inconclusive otherwise.")
+TIMING_RULE = ("Timing claims: reproduced when the book's value is within a factor of 2 of the paper's, not "
+               "reproduced otherwise (a measured share of time, no interval).")
+MATCH_RULE = ("'Matches in less time': reproduced when it takes less time (relative epochs) and the 95% t interval of "
+              "its per-seed difference includes 0 or lies above it; opposite when it takes more time or the interval "
+              "lies entirely below 0; inconclusive with fewer than 2 seeds.")
+CLAIM_KINDS = ("comparison", "match", "timing")
+CLAIM_NOTEBOOKS = ("benchmark", "components", "clustering", "efficiency", "ablation")
 
 
 def find_row(table: list[Row], label: str, units: float | None = None) -> Row:
     """The row of ``table`` with this label (and training amount, where a table has a label twice)."""
     return next(r for r in table if r.label == label and (units is None or r.units == units))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim of the chapter, as data.
+
+    ``kind`` "comparison": ``better`` beats ``reference`` on ``metric`` (``report.VERDICT_RULE``); "match":
+    ``better`` matches ``reference`` in less time (``MATCH_RULE``); "timing": a share or overhead of ``better``'s
+    time over ``reference`` (``TIMING_RULE``; ``metric`` is "kmeans_share" or "epoch_overhead"). ``paper_effect``:
+    the paper's difference as a fraction on our metric (its percentage points / 100, raw for ARI; for timing
+    claims the paper's share or overhead), ``None`` where it states none. Fig. 6's claims are stated in
+    ``ablation.CLAIMS`` and judged on the ablation's runs: ``ablation`` holds the id, ``better`` and ``reference``
+    are ``None``. ``notebook``: the chapter notebook that shows the claim (``CLAIM_NOTEBOOKS``)."""
+
+    id: str
+    text: str
+    source: str
+    better: Row | None
+    reference: Row | None
+    metric: str
+    paper_value: str
+    paper_effect: float | None
+    kind: str = "comparison"
+    notebook: str = "components"
+    ablation: str | None = None
+
+    @property
+    def percent(self) -> bool:
+        """Whether ``metric`` is a fraction shown in percent (accuracies, recalls), not ARI / AMI."""
+        return not self.metric.endswith(("/ari", "/ami"))
+
+
+def _chapter_claims() -> list[Claim]:
+    proto_e, clip_e = find_row(TABLE4, "ProtoCLIP", 1.0), find_row(TABLE4, "CLIP", 1.0)
+    proto_half = find_row(TABLE4, "ProtoCLIP", 0.5)
+    t3, t10, t11 = (lambda label: find_row(TABLE3, label)), (lambda label: find_row(TABLE10, label)), \
+        (lambda label: find_row(TABLE11, label))
+    base = t3("ProtoCLIP w/o RoBERTa")
+    linear = "avg3/linear"
+    claims = [
+        Claim("table4_linear", "ProtoCLIP beats CLIP on linear probe at equal epochs", "Table IV", proto_e, clip_e,
+              linear, "+5.81 pp (ImageNet, 32 epochs)", 0.0581, notebook="benchmark"),
+        Claim("table4_zeroshot", "ProtoCLIP beats CLIP on zero-shot top-1 at equal epochs", "Table IV", proto_e,
+              clip_e, "avg3/zeroshot_top1", "+2.01 pp (ImageNet, 32 epochs)", 0.0201, notebook="benchmark"),
+        Claim("table4_half_epochs", "ProtoCLIP at half the epochs matches CLIP in less time (zero-shot top-1)",
+              "Table IV", proto_half, clip_e, "avg3/zeroshot_top1", "+0.93 pp at 21.5 vs 32.0 relative epochs",
+              0.0093, kind="match", notebook="benchmark"),
+        Claim("table3_teacher", "The external teacher helps", "Table III", t3("ProtoCLIP"), base, linear,
+              "+1.79 pp (ImageNet linear)", 0.0179),
+        Claim("table3_pbt", "PBT helps", "Table III", base, t3("- w/o PBT"), linear, "+1.83 pp (ImageNet linear)",
+              0.0183),
+        Claim("table3_soft_target", "Soft targets help", "Table III", base, t3("- w/o soft target"), linear,
+              "+0.54 pp (ImageNet linear)", 0.0054),
+        Claim("table3_kmeans", "K-Means iterations help", "Table III", base, t3("- w/o K-Means"), linear,
+              "+0.49 pp (ImageNet linear)", 0.0049),
+        Claim("table3_augmentation", "Augmentation helps", "Table III", base, t3("- w/o augmentation"), linear,
+              "+0.37 pp (ImageNet linear)", 0.0037),
+        Claim("table10_proto_adds", "L_Proto adds to L_CLIP", "Table X", t10("L_Proto + L_CLIP"), t10("L_CLIP"),
+              linear, "+3.78 pp (ImageNet linear, 44.76 vs 40.98)", 0.0378),
+        Claim("table11_protoclip_vs_simclr", "ProtoCLIP augmentation beats SimCLR's", "Table XI",
+              t11("ProtoCLIP augmentation"), t11("SimCLR augmentation"), linear, "+2.95 pp (ImageNet linear)", 0.0295),
+        Claim("table11_no_aug_retrieval", "No augmentation gives the best retrieval", "Table XI",
+              t11("No augmentation"), t11("ProtoCLIP augmentation"), "retrieval/mean_recall",
+              "+2.80 pp mean recall (MS-COCO, 24.45 vs 21.65)", 0.0280),
+        Claim("table12_ari", "ProtoCLIP groups classes better: ARI on the STL-10 stand-in", "Table XII", proto_e,
+              clip_e, "clutter10/ari", "+0.059 ARI (STL-10, 0.673 -> 0.732)", 0.059, notebook="clustering"),
+    ]
+    for c in ablation.CLAIMS:
+        claims.append(Claim(c.id, c.text, ablation.SWEEPS[c.sweep].split(":")[0], None, None, "avg3/linear",
+                            "shown in the figure, no number in the text" if c.paper_effect is None
+                            else f"+{100 * c.paper_effect:.2f} pp (average linear probe)", c.paper_effect,
+                            notebook="ablation", ablation=c.id))
+    claims += [
+        Claim("fig9_kmeans_share", "K-Means takes about 2.3% of episode time", "Fig. 9", proto_half, clip_e,
+              "kmeans_share", "2.3%", 0.023, kind="timing", notebook="efficiency"),
+        Claim("fig9_overhead", "ProtoCLIP costs +34.8% time per epoch over CLIP", "Fig. 9", proto_half, clip_e,
+              "epoch_overhead", "+34.8%", 0.348, kind="timing", notebook="efficiency"),
+    ]
+    return claims
+
+
+# Every headline claim of the chapter, once: the scorecard judges all of them, each notebook shows its own.
+CLAIMS: list[Claim] = _chapter_claims()
 
 
 def stored(row: Row, scale: str = "laptop", seeds: tuple[int, ...] | None = None) -> list[dict] | None:
@@ -211,91 +298,96 @@ def episode_shares(records: list[dict]) -> dict[str, float]:
     return {s: v / whole for s, v in totals.items()}
 
 
-def claims(scale: str = "laptop") -> list[dict[str, Any]]:
-    """One dict per headline claim: paper, claim, paper_value, book_value, verdict (``report.VERDICT_RULE``,
-    ``MATCH_RULE``, ``TIMING_RULE``); verdict "not run" when its runs are not in the results store."""
-    out: list[dict[str, Any]] = []
+def epoch_overhead(records: list[dict], clip_records: list[dict]) -> float:
+    """Extra time per epoch over CLIP (Fig. 9's +34.8%): ``relative_epochs`` per epoch trained, minus 1."""
+    epochs = sum(r["config"]["epochs"] for r in records) / len(records)
+    return relative_epochs(records, clip_records) / epochs - 1
 
-    def add(claim: str, paper_value: str, book_value: str | None, v: str | None) -> None:
-        out.append({"paper": "ProtoCLIP", "claim": claim, "paper_value": paper_value,
-                    "book_value": book_value if book_value is not None else "",
-                    "verdict": v if v is not None else "not run"})
 
-    def compare(claim: str, paper_value: str, better: Row, reference: Row, metric: str, scale_: float = 100) -> None:
-        a, b = stored(better, scale), stored(reference, scale)
-        if a is None or b is None:
-            return add(claim, paper_value, None, None)
-        d = record_differences(a, b, metric)
-        m, s = mean_std(d)
-        value = (f"{100 * m:+.2f} ± {100 * s:.2f} pp" if scale_ == 100 else f"{m:+.3f} ± {s:.3f}")
-        add(claim, paper_value, f"{value} ({metric}, {len(d)} seeds)", verdict(d))
+def match_verdict(test: PairedTest, faster: bool) -> str:
+    """``MATCH_RULE``: "opposite" when not faster or the interval lies below 0, "inconclusive" with fewer than two
+    seeds, "reproduced" otherwise (the interval includes 0 or lies above it)."""
+    if not faster:
+        return "opposite"
+    if test.n < 2:
+        return "inconclusive"
+    return "opposite" if test.high < 0 else "reproduced"
 
-    proto_e, clip_e = find_row(TABLE4, "ProtoCLIP", 1.0), find_row(TABLE4, "CLIP", 1.0)
-    proto_half = find_row(TABLE4, "ProtoCLIP", 0.5)
-    compare("ProtoCLIP beats CLIP on linear probe at equal epochs (Table IV)", "+5.81 pp (ImageNet, 32 epochs)",
-            proto_e, clip_e, "avg3/linear")
-    compare("ProtoCLIP beats CLIP on zero-shot top-1 at equal epochs (Table IV)", "+2.01 pp (ImageNet, 32 epochs)",
-            proto_e, clip_e, "avg3/zeroshot_top1")
 
-    a, b = stored(proto_half, scale), stored(clip_e, scale)
-    claim = "ProtoCLIP at half the epochs matches CLIP in less time (Table IV, zero-shot top-1)"
-    if a is None or b is None:
-        add(claim, "+0.93 pp at 21.5 vs 32.0 relative epochs", None, None)
-    else:
-        d = record_differences(a, b, "avg3/zeroshot_top1")
-        m, s = mean_std(d)
-        rel, rel_clip = relative_epochs(a, b), relative_epochs(b, b)
-        faster = rel < rel_clip
-        se = s / len(d) ** 0.5
-        v = ("not reproduced" if not faster or m + 2 * se < 0 else "reproduced" if m >= 0 else "inconclusive")
-        add(claim, "+0.93 pp at 21.5 vs 32.0 relative epochs",
-            f"{100 * m:+.2f} ± {100 * s:.2f} pp at {rel:.2f} vs {rel_clip:.2f} relative epochs", v)
+def _line(claim: Claim) -> dict[str, Any]:
+    """A scorecard line of ``claim`` before judging: verdict "not run"."""
+    return {"id": claim.id, "paper": "ProtoCLIP", "claim": claim.text, "source": claim.source,
+            "notebook": claim.notebook, "metric": claim.metric, "paper_value": claim.paper_value,
+            **format_test(None), "verdict": "not run", "seeds": 0}
 
-    t3 = {r.label: r for r in TABLE3}
-    base = t3["ProtoCLIP w/o RoBERTa"]
-    compare("The external teacher helps (Table III)", "+1.79 pp (ImageNet linear)", t3["ProtoCLIP"], base,
-            "avg3/linear")
-    compare("PBT helps (Table III)", "+1.83 pp (ImageNet linear)", base, t3["- w/o PBT"], "avg3/linear")
-    compare("Soft targets help (Table III)", "+0.54 pp (ImageNet linear)", base, t3["- w/o soft target"],
-            "avg3/linear")
-    compare("K-Means iterations help (Table III)", "+0.49 pp (ImageNet linear)", base, t3["- w/o K-Means"],
-            "avg3/linear")
-    t11 = {r.label: r for r in TABLE11}
-    compare("ProtoCLIP augmentation beats SimCLR's (Table XI)", "+2.95 pp (ImageNet linear)",
-            t11["ProtoCLIP augmentation"], t11["SimCLR augmentation"], "avg3/linear")
-    compare("No augmentation gives the best retrieval (Table XI)", "+2.80 pp mean recall over ProtoCLIP aug.",
-            t11["No augmentation"], t11["ProtoCLIP augmentation"], "retrieval/mean_recall")
-    compare("ProtoCLIP groups classes better: ARI on the STL-10 stand-in (Table XII)", "+0.059 (0.673 -> 0.732)",
-            proto_e, clip_e, "clutter10/ari", scale_=1)
 
-    # Fig. 6 (a)-(d), from the ablation's stored runs
+def judge(claim: Claim, results: Mapping[Row, Sequence[dict]]) -> dict[str, Any]:
+    """One scorecard line (``report.SCORECARD_COLUMNS``) of a claim on rows, from ``{row: records}`` (a notebook's
+    ``run_rows`` or the results store): comparisons by ``report.paired_test`` against ``paper_effect``, "match"
+    by ``MATCH_RULE``, "timing" by ``TIMING_RULE``; "not run" when either row has no records."""
+    if claim.ablation is not None:
+        raise ValueError(f"claim {claim.id!r} is judged on the ablation's runs (claims(), ablation.claims_table)")
+    line = _line(claim)
+    a, b = results.get(claim.better), results.get(claim.reference)
+    if not a or not b:
+        return line
+    if claim.kind == "timing":
+        if claim.metric == "kmeans_share":
+            value, text = episode_shares(list(a))["kmeans"], "{:.1f}%"
+        else:
+            value, text = epoch_overhead(list(a), list(b)), "{:+.1f}%"
+        ratio = value / claim.paper_effect
+        line.update(book_value=text.format(100 * value), seeds=len(a),
+                    verdict="reproduced" if 0.5 <= ratio <= 2 else "not reproduced")
+        return line
+    test = paired_test(record_differences(a, b, claim.metric),
+                       claim.paper_effect if claim.kind == "comparison" else None)
+    line.update(format_test(test, claim.percent), verdict=test.verdict, seeds=test.n)
+    if claim.kind == "match":
+        rel, rel_reference = relative_epochs(list(a), list(b)), relative_epochs(list(b), list(b))
+        line["book_value"] += f" at {rel:.2f} vs {rel_reference:.2f} relative epochs"
+        line["verdict"] = match_verdict(test, rel < rel_reference)
+    return line
+
+
+def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
+    """The claims of ``CLAIMS`` shown by ``notebook`` (all claims on rows with ``None``), judged by ``judge`` on a
+    notebook's ``{row: records}``: the same lines as the scorecard's, indexed by claim id."""
+    if notebook is not None and notebook not in CLAIM_NOTEBOOKS:
+        raise ValueError(f"notebook must be one of {CLAIM_NOTEBOOKS}, got {notebook!r}")
+    lines = [judge(c, results) for c in CLAIMS
+             if c.ablation is None and (notebook is None or c.notebook == notebook)]
+    return pd.DataFrame(lines, columns=SCORECARD_COLUMNS).set_index("id")
+
+
+def _ablation_lines(scale: str) -> dict[str, dict[str, Any]]:
+    """Scorecard lines of Fig. 6's claims from the ablation's stored runs at ``scale`` (its default plan): a
+    sweep's claims are judged once all of its runs and the base runs are stored."""
     plan = ablation.make_plan(scale if scale in ablation.ABLATION_SCALES else "laptop")
     records = [(r, runs.load(experiment.RUN_KIND, r.config)) for r in plan.runs]
-    paper_gain = {c["claim"]: c["paper_gain_pp"] for c in ablation.paper_claims(plan)}
-    if all(rec is not None for _, rec in records):
-        table = ablation.claims_table(records, plan)
-        for _, row in table.iterrows():
-            gain = paper_gain.get(row["claim"])
-            add(f"{row['claim']} (Fig. 6 {row['sweep'].split('(')[-1]}",
-                "shown in the figure, no number in the text" if gain is None else f"+{gain} pp",
-                f"{row['book gain (pp)']} pp (avg3/linear, {row['seeds']} seeds)", row["verdict"])
-    else:
-        for c in ablation.paper_claims(plan):
-            add(f"{c['claim']} (Fig. 6)", "", None, None)
-
-    a = stored(proto_e, scale)
-    b = stored(clip_e, scale)
-    if a is None or b is None:
-        add("K-Means takes about 2.3% of episode time (Fig. 9)", "2.3%", None, None)
-        add("ProtoCLIP costs +34.8% time per epoch over CLIP (Fig. 9)", "+34.8%", None, None)
-    else:
-        share = episode_shares(a)["kmeans"]
-        add("K-Means takes about 2.3% of episode time (Fig. 9)", "2.3%", f"{100 * share:.1f}%",
-            "reproduced" if 0.5 <= share / 0.023 <= 2 else "not reproduced")
-        overhead = relative_epochs(a, b) / proto_e.units / CHAPTER_SCALES[scale]["unit_epochs"] - 1
-        add("ProtoCLIP costs +34.8% time per epoch over CLIP (Fig. 9)", "+34.8%", f"{100 * overhead:+.1f}%",
-            "reproduced" if 0.5 <= overhead / 0.348 <= 2 else "not reproduced")
+    complete = {r.sweep for r, _ in records} - {r.sweep for r, rec in records if rec is None}
+    if "base" not in complete:
+        return {}
+    table = ablation.claims_table([(r, rec) for r, rec in records if r.sweep in complete], plan)
+    by_id = {c.id: c for c in CLAIMS}
+    out = {}
+    for _, row in table.iterrows():
+        claim = by_id[row["id"]]
+        line = _line(claim)
+        line.update(format_test(row["test"], claim.percent), verdict=row["verdict"], seeds=row["seeds"])
+        line["book_value"] += f" ({row['setting']} vs {row['reference']})"
+        out[claim.id] = line
     return out
+
+
+def claims(scale: str = "laptop") -> list[dict[str, Any]]:
+    """Every claim of ``CLAIMS`` judged on the results store at ``scale`` (the scale's default seeds; Fig. 6
+    from the ablation's default plan): one dict per claim with the keys of ``report.SCORECARD_COLUMNS``;
+    verdict "not run" when its runs are not stored."""
+    rows = {r for c in CLAIMS for r in (c.better, c.reference) if r is not None}
+    results = {row: records for row in rows if (records := stored(row, scale)) is not None}
+    fig6 = _ablation_lines(scale)
+    return [fig6.get(c.id, _line(c)) if c.ablation is not None else judge(c, results) for c in CLAIMS]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -305,7 +397,8 @@ def claims(scale: str = "laptop") -> list[dict[str, Any]]:
 def row_table(results: dict[Row, list[dict]], rows: list[Row], metrics: dict[str, str],
               reference: Row | None = None, delta_metric: str | None = None) -> pd.DataFrame:
     """One line per row: "mean ± std" (percent) of each metric over seeds, and, with a ``reference``, the
-    per-seed (paired) difference of ``delta_metric`` from it in pp with its ``report.verdict``."""
+    per-seed (paired) difference of ``delta_metric`` from it in pp with its ``report.direction`` (the 95% t
+    interval of ``report.VERDICT_RULE`` above, below or around zero)."""
     lines = []
     for row in rows:
         records = results[row]
