@@ -1,19 +1,21 @@
 # vlp-book: two commands on a fresh machine.
 #   make book   create/update .venv, execute every notebook (papermill), build the HTML book
-#   make test   create/update .venv, run the test suite
-# Options: SCALE=smoke|laptop|paper (notebook scale for `make book`), PYTHON=python3.11
+#   make test   create/update .venv, run the test suite (quick tier, then the notebooks at smoke scale)
+# Options: SCALE=smoke|laptop|paper (notebook scale for `make book`), PYTHON=python3.11,
+#   CHAPTERS="protoclip" (chapters or notebooks to execute, see vlp_lib/pages.py CHAPTERS; default: all; the
+#   other pages keep their last build, or show "not built yet"). `make test-quick`: the tests without notebooks.
 
 PYTHON ?= python3
 SCALE ?= laptop
+CHAPTERS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXECUTED := book/executed
-NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # jupyter-book/sphinx warnings are errors: a failing notebook or a broken reference fails the build
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: venv test notebooks book bench lab clean
+.PHONY: venv test test-quick notebooks book bench lab clean
 
 venv: $(STAMP)
 
@@ -27,18 +29,20 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=10
 
+# the quick tier: everything but executing the notebooks (pytest marker `notebooks`)
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q --durations=10 -m "not notebooks"
+
+# papermill into $(EXECUTED)/, then each executed notebook is cleaned for the page (vlp_lib/bookbuild.py:
+# no progress bars or tqdm warnings, papermill's injected cell hidden); prints each notebook's time and the total
 notebooks: $(STAMP)
-	mkdir -p $(EXECUTED)
-	@for nb in $(NOTEBOOKS); do \
-		echo "== $$nb (scale=$(SCALE))"; \
-		start=$$(date +%s); \
-		$(BIN)/papermill $$nb $(EXECUTED)/$$(basename $$nb) -k python3 -p scale $(SCALE) --cwd notebooks \
-			|| exit 1; \
-		echo "   $$(( $$(date +%s) - start )) s"; \
-	done
+	$(BIN)/python -m vlp_lib.bookbuild execute --scale $(SCALE) $(CHAPTERS)
 
 book: notebooks
-	$(BIN)/jupyter-book build . $(JB_FLAGS)
+	$(BIN)/python -m vlp_lib.bookbuild placeholders
+	@start=$$(date +%s); $(BIN)/jupyter-book build . $(JB_FLAGS) \
+		&& echo "jupyter-book build: $$(( $$(date +%s) - start )) s"
+	@$(BIN)/python -m vlp_lib.bookbuild times
 	@echo "book: _build/html/index.html"
 
 bench: $(STAMP)

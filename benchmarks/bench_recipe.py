@@ -2,6 +2,9 @@
 
     python benchmarks/bench_recipe.py --seconds 60 [--candidates rn-tiny-v0 rn-tiny] [--plot results/figures/recipe.png]
 
+Run it on an otherwise idle machine: the step count is fitted to a step time measured just before, so another
+process on the cores during the run changes how many steps a candidate gets.
+
 Each candidate (tower sizes, batch, learning rate, warm-up, precision) trains CLIP on the same generated
 pairs for the same wall-clock budget: a few steps are timed first and the run's step count (and so its
 warm-up + cosine schedule) is set to fill ``--seconds``; then the shapes10 (CIFAR-10 stand-in) linear probe
@@ -152,6 +155,7 @@ def main() -> None:
             r = train_for(name, CANDIDATES[name], data, tokenizer, budget)
             curve.setdefault(name, []).append((r["train_seconds"], r["shapes10_linear"]))
             print(f"{name}_at_{budget:.0f}s_shapes10_linear {r['shapes10_linear']:.4f}", flush=True)
+            print(f"{name}_at_{budget:.0f}s_steps {r['steps']:.0f}", flush=True)
     for key, value in out.items():
         print(f"{key} {value:.3f}")
     if args.json:

@@ -7,6 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
+from vlp_lib.config import scale_defaults
 from vlp_lib.data import tasks, vocab, world
 from vlp_lib.data.tokenizer import world_tokenizer
 
@@ -67,8 +68,9 @@ def test_splits_and_training_world_are_disjoint():
 
 
 def test_default_sizes_come_from_scale():
-    assert len(tasks.load_task("count", "test", scale="smoke")) == 200
-    assert len(tasks.load_task("count", "train", scale="smoke")) == 400
+    smoke = scale_defaults("smoke")
+    assert len(tasks.load_task("count", "test", scale="smoke")) == smoke["task_test"]
+    assert len(tasks.load_task("count", "train", scale="smoke")) == smoke["task_train"]
 
 
 @pytest.mark.parametrize(
@@ -100,7 +102,7 @@ def test_retrieval_set():
             assert not set(vocab.words(cap)) & junk
             # clean: every object of image i is named
             assert all(vocab.SHAPES[s] in cap.lower() for s in w.objects[i][:, 0])
-    assert len(tasks.load_retrieval(scale="smoke")) == 100
+    assert len(tasks.load_retrieval(scale="smoke")) == scale_defaults("smoke")["retrieval_images"]
 
 
 def test_bad_retrieval_arguments():

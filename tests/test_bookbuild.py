@@ -1,0 +1,148 @@
+"""The book's page build: cleaning executed notebooks (progress bars, tqdm warnings, papermill's injected cell),
+placeholder pages, the chapter map and the scale note. Synthetic notebooks only: nothing is executed."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vlp_lib import bookbuild, pages
+
+BAR = "clip seed 0:  50%|█████     | 4/8 [00:01<00:01,  3.10it/s, episode=1/1, loss=4.101]"
+
+
+def _stream(text, name="stderr"):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def _notebook():
+    """What papermill leaves: the parameters cell, the injected one after it, a training cell whose stderr holds
+    tqdm's redraws, its final bar and the IProgress warning, and a cell with a real warning."""
+    code = lambda source, outputs=(), tags=(): {  # noqa: E731
+        "cell_type": "code", "execution_count": 1, "id": source[:8].replace(" ", "-") or "empty",
+        "metadata": {"tags": list(tags)} if tags else {}, "outputs": list(outputs), "source": source}
+    return {
+        "nbformat": 4, "nbformat_minor": 5, "metadata": {},
+        "cells": [
+            {"cell_type": "markdown", "id": "title", "metadata": {}, "source": "# A page\n\ntext"},
+            code('# Parameters\nscale: str = "laptop"  # smoke | laptop\nseeds: list = [0]  # seeds\n',
+                 tags=["parameters"]),
+            code('# Parameters\nscale = "smoke"\nseeds = [0, 1]\n', tags=["injected-parameters"]),
+            code("import vlp_lib", [_stream(
+                "/x/site-packages/sentence_transformers/model.py:15: TqdmWarning: IProgress not found. Please "
+                "update jupyter and ipywidgets. See https://ipywidgets.readthedocs.io/en/stable/user_install.html\n"
+                "  from tqdm.autonotebook import trange\n")]),
+            code("train()", [
+                _stream("seconds per run: [1.0]\n", name="stdout"),
+                _stream("\rclip seed 0:   0%|          | 0/8 [00:00<?, ?it/s]\r" + BAR + "\r"
+                        + BAR.replace(" 50%", "100%").replace("4/8", "8/8") + "\n"),
+                _stream("rendering world: 1024img [00:02, 431.20img/s]\n"),
+                {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                 "data": {"text/plain": "42"}},
+            ]),
+            code("warn()", [_stream(["/x/eval.py:3: UserWarning: a real warning\n", "  warn('a real warning')\n",
+                                     "\rkmeans: 100%|██████████| 3/3 [00:00<00:00, 99.0it/s]\n"])]),
+        ],
+    }
+
+
+def test_clean_strips_progress_and_tqdm_warnings_only():
+    nb = bookbuild.clean(_notebook())
+    stderr = [o["text"] for c in nb["cells"] for o in c.get("outputs", []) if o.get("name") == "stderr"]
+    assert stderr == ["/x/eval.py:3: UserWarning: a real warning\n  warn('a real warning')\n"]
+    text = json.dumps(nb)
+    assert "it/s" not in text and "img/s" not in text and "Tqdm" not in text and "IProgress" not in text
+    train = nb["cells"][4]
+    assert [o["output_type"] for o in train["outputs"]] == ["stream", "execute_result"]  # stdout and result stay
+    assert train["outputs"][0]["text"] == "seconds per run: [1.0]\n"
+    assert nb["cells"][3]["outputs"] == []  # the warning was all it printed
+
+
+def test_clean_hides_the_injected_cell_and_shows_its_values_under_the_parameters():
+    nb = bookbuild.clean(_notebook())
+    params, injected = nb["cells"][1], nb["cells"][2]
+    assert "remove-cell" in injected["metadata"]["tags"] and "injected-parameters" in injected["metadata"]["tags"]
+    assert "remove-cell" not in params["metadata"]["tags"]
+    assert params["source"].startswith('# Parameters\nscale: str = "laptop"')
+    assert params["source"].endswith(f'{bookbuild.INJECTED_MARKER}\n#   scale = "smoke"\n#   seeds = [0, 1]')
+
+
+def test_clean_is_idempotent_and_leaves_other_notebooks_alone():
+    once = bookbuild.clean(_notebook())
+    assert bookbuild.clean(copy.deepcopy(once)) == once
+    plain = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
+         "source": "scale = 'laptop'  # x\n"}]}
+    assert bookbuild.clean(copy.deepcopy(plain)) == plain
+
+
+def test_clean_file_rewrites_in_place(tmp_path):
+    path = tmp_path / "page.ipynb"
+    path.write_text(json.dumps(_notebook()))
+    assert bookbuild.main(["clean", str(path)]) == 0
+    assert "it/s" not in path.read_text() and "remove-cell" in path.read_text()
+
+
+@pytest.mark.parametrize("line,progress", [
+    (BAR, True),
+    ("\r" + BAR, True),
+    ("rendering world: 1024img [00:02, 431.20img/s]", True),
+    ("Batches: 100%|##########| 1/1 [00:00<00:00,  2.50s/it]", True),
+    ("seconds per run: [1.0, 2.0]", False),
+    ("/x/eval.py:3: UserWarning: 50% of the points [0, 1] are duplicates", False),
+])
+def test_progress_lines(line, progress):
+    assert bookbuild.is_progress_line(line) is progress
+
+
+def test_placeholders_stand_in_for_pages_never_built(tmp_path):
+    notebooks, executed = tmp_path / "notebooks", tmp_path / "executed"
+    notebooks.mkdir()
+    executed.mkdir()
+    for name in pages.select_notebooks():
+        (notebooks / f"{name}.ipynb").write_text(json.dumps(
+            {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"# Title of {name}\n", "text"]}]}))
+    (executed / "scorecard.ipynb").write_text("{}")
+    (executed / "scorecard.md").write_text("# stale placeholder")
+    missing = bookbuild.placeholders(notebooks, executed)
+    assert "scorecard" not in missing and not (executed / "scorecard.md").exists()
+    assert set(missing) == set(pages.select_notebooks()) - {"scorecard"}
+    page = (executed / "protoclip_efficiency.md").read_text()
+    assert page.startswith("# Title of protoclip_efficiency\n") and "make book CHAPTERS=protoclip" in page
+
+
+def test_chapters_cover_every_notebook_and_the_toc():
+    root = Path(__file__).resolve().parent.parent
+    stems = sorted(p.stem for p in (root / "notebooks").glob("*.ipynb"))
+    mapped = pages.select_notebooks()
+    assert sorted(mapped) == stems and len(set(mapped)) == len(mapped), "every notebook in exactly one chapter"
+
+    def files(node):
+        if isinstance(node, dict):
+            yield from ([node["file"]] if "file" in node else [])
+            for value in node.values():
+                yield from files(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from files(item)
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    executed = sorted(f.rsplit("/", 1)[1] for f in files(toc) if f.startswith("book/executed/"))
+    assert executed == stems, "the book's table of contents shows every executed notebook"
+    assert pages.select_notebooks(["protoclip"])[-1] == "scorecard"  # judges the chapter's runs: last
+    assert pages.select_notebooks(["scorecard", "world"]) == ["world_tour", "scorecard"]  # book order
+    with pytest.raises(ValueError, match="unknown chapter or notebook 'nope'"):
+        pages.select_notebooks(["nope"])
+
+
+def test_scale_note():
+    smoke = pages.scale_note("smoke", [0, 1], training_pairs=256)
+    assert "not evidence" in smoke.data and "2 seeds (0, 1)" in smoke.data and "training pairs 256" in smoke.data
+    laptop = pages.scale_note_text("laptop", [0, 1, 2], training_pairs=20_480)
+    assert "Scale `laptop`" in laptop and "20,480" in laptop and "not evidence" not in laptop
+    assert "seed" not in pages.scale_note_text("smoke", results=False, world_pairs=1_024)
+    assert "not evidence" not in pages.scale_note_text("smoke", results=False)
+    with pytest.raises(ValueError, match="scale must be one of"):
+        pages.scale_note_text("huge")

@@ -1,0 +1,85 @@
+"""What the book's pages say about themselves: the chapters (which notebooks make which chapter) and the scale
+note at the top of every page that reports numbers.
+
+Only the standard library at import time: ``vlp_lib.bookbuild`` and the tests read ``CHAPTERS`` cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+# The chapters of the book as `make book CHAPTERS=...` names them, each with its notebooks (notebooks/<name>.ipynb)
+# in execution order: later notebooks reuse the runs earlier ones stored (the clustering and efficiency pages load
+# the benchmark's models; the scorecard judges the ProtoCLIP claims from every run of the chapter, so it belongs
+# to the ProtoCLIP chapter although _toc.yml shows it under "Reproduction"). No chapter needs another's runs:
+# the ProtoCLIP notebooks train their own CLIP rows, the baseline page is independent of them.
+CHAPTERS: dict[str, list[str]] = {
+    "world": ["world_tour"],
+    "baseline": ["clip_baseline"],
+    "protoclip": ["protoclip_ablation", "protoclip_benchmark", "protoclip_clustering", "protoclip_components",
+                  "protoclip_efficiency", "scorecard"],
+}
+
+# What a reader should make of a page's numbers at each scale.
+SCALE_MEANING = {
+    "smoke": ("Smoke scale trains for seconds on a few hundred generated pairs to test that the pipeline runs end to "
+              "end: accuracies are near chance and verdicts meaningless. The book's results are built with "
+              "`make book` (laptop scale)."),
+    "laptop": ("Models trained for minutes on a 2-core CPU on the generated world: read directions and per-seed "
+               "differences, not absolute numbers against the papers'."),
+    "paper": "The papers' sizes (ProtoCLIP's Table I): a GPU and real data.",
+}
+
+
+def chapter_of(notebook: str) -> str:
+    """The chapter (a key of ``CHAPTERS``) that notebook ``notebook`` (a stem: ``"scorecard"``) belongs to."""
+    for chapter, notebooks in CHAPTERS.items():
+        if notebook in notebooks:
+            return chapter
+    raise ValueError(f"notebook {notebook!r} is in no chapter of vlp_lib.pages.CHAPTERS")
+
+
+def select_notebooks(names: Sequence[str] = ()) -> list[str]:
+    """The notebooks (stems, in book order) of the chapters or notebooks ``names``; every notebook when empty.
+    ``ValueError`` naming an unknown name."""
+    if not names:
+        return [nb for notebooks in CHAPTERS.values() for nb in notebooks]
+    known = {nb for notebooks in CHAPTERS.values() for nb in notebooks}
+    wanted: list[str] = []
+    for name in names:
+        if name in CHAPTERS:
+            wanted += CHAPTERS[name]
+        elif name in known:
+            wanted.append(name)
+        else:
+            raise ValueError(f"CHAPTERS: unknown chapter or notebook {name!r}; chapters: {', '.join(CHAPTERS)}")
+    return [nb for notebooks in CHAPTERS.values() for nb in notebooks if nb in wanted]
+
+
+def scale_note_text(scale: str, seeds: Sequence[int] | None = None, *, results: bool = True, **sizes: Any) -> str:
+    """The Markdown of ``scale_note``."""
+    if scale not in SCALE_MEANING:
+        raise ValueError(f"scale must be one of {sorted(SCALE_MEANING)}, got {scale!r}")
+    facts = [f"scale `{scale}`"]
+    if seeds is not None:
+        seeds = list(seeds)
+        facts.append(f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(str(s) for s in seeds)})")
+    facts += [f"{name.replace('_', ' ')} {value:,}" if isinstance(value, int) and not isinstance(value, bool)
+              else f"{name.replace('_', ' ')} {value}" for name, value in sizes.items() if value is not None]
+    stated = "; ".join(facts)
+    stated = stated[0].upper() + stated[1:] + "."
+    if not results:
+        return f"> **{stated}**" + (" A small world for testing the pipeline." if scale == "smoke" else "")
+    if scale == "smoke":
+        return f"> **Smoke run: these numbers are not evidence.** {stated} {SCALE_MEANING[scale]}"
+    return f"> **{stated}** {SCALE_MEANING[scale]}"
+
+
+def scale_note(scale: str, seeds: Sequence[int] | None = None, *, results: bool = True, **sizes: Any):
+    """A page's statement of the scale and seeds its numbers were made at, as ``IPython.display.Markdown``
+    (the last expression of a code cell renders it). ``sizes`` (``training_pairs=20_480``) are listed after the
+    seeds. At smoke scale it says plainly that the numbers are not evidence; ``results=False`` (a page that
+    reports no results, such as the world tour) states the scale and sizes only."""
+    from IPython.display import Markdown
+
+    return Markdown(scale_note_text(scale, seeds, results=results, **sizes))
