@@ -2,7 +2,7 @@
 #   make book   create/update .venv, execute every notebook (papermill), build the HTML book
 #   make test   create/update .venv, run the test suite (quick tier, then the notebooks at smoke scale)
 # Options: SCALE=smoke|laptop|paper (notebook scale for `make book`), PYTHON=python3.11,
-#   CHAPTERS="protoclip" (chapters or notebooks to execute, see vlp_lib/pages.py CHAPTERS; default: all; the
+#   CHAPTERS="protoclip" (chapters or notebooks to execute, see vlp_lib/book/pages.py CHAPTERS; default: all; the
 #   other pages keep their last build, or show "not built yet"). `make test-quick`: the tests without notebooks.
 
 PYTHON ?= python3
@@ -33,16 +33,16 @@ test: $(STAMP)
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=10 -m "not notebooks"
 
-# papermill into $(EXECUTED)/, then each executed notebook is cleaned for the page (vlp_lib/bookbuild.py:
+# papermill into $(EXECUTED)/, then each executed notebook is cleaned for the page (vlp_lib/book/build.py:
 # no progress bars or tqdm warnings, papermill's injected cell hidden); prints each notebook's time and the total
 notebooks: $(STAMP)
-	$(BIN)/python -m vlp_lib.bookbuild execute --scale $(SCALE) $(CHAPTERS)
+	$(BIN)/python -m vlp_lib.book.build execute --scale $(SCALE) $(CHAPTERS)
 
 book: notebooks
-	$(BIN)/python -m vlp_lib.bookbuild placeholders
+	$(BIN)/python -m vlp_lib.book.build placeholders
 	@start=$$(date +%s); $(BIN)/jupyter-book build . $(JB_FLAGS) \
 		&& echo "jupyter-book build: $$(( $$(date +%s) - start )) s"
-	@$(BIN)/python -m vlp_lib.bookbuild times
+	@$(BIN)/python -m vlp_lib.book.build times
 	@echo "book: _build/html/index.html"
 
 bench: $(STAMP)

@@ -161,7 +161,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"candidates": results, "curve": curve, **out}, indent=1))
     if args.plot and (curve or results):
-        from vlp_lib import plots
+        from vlp_lib.book import plots
 
         plots.recipe_curve(results, curve, path=Path(args.plot))
 

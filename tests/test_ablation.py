@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from vlp_lib import ablation, report
+from vlp_lib.book import report
+from vlp_lib.chapters.protoclip import ablation
 from vlp_lib.train import TrainConfig
 
 

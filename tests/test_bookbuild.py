@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vlp_lib import bookbuild, pages
+from vlp_lib.book import build as bookbuild, pages
 
 BAR = "clip seed 0:  50%|█████     | 4/8 [00:01<00:01,  3.10it/s, episode=1/1, loss=4.101]"
 

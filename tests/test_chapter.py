@@ -3,7 +3,10 @@
 import pandas as pd
 import pytest
 
-from vlp_lib import ablation, experiment, protoclip_chapter as chapter, report, runs
+from vlp_lib import experiment, runs
+from vlp_lib.paths import REPO_ROOT
+from vlp_lib.book import report
+from vlp_lib.chapters.protoclip import ablation, chapter
 from vlp_lib.train import TrainConfig
 
 
@@ -120,7 +123,7 @@ def test_every_notebook_shows_its_claims_from_the_one_list():
 
     card_ids = set(report.scorecard("smoke")["id"])
     shown = set()
-    folder = Path(chapter.__file__).resolve().parent.parent / "notebooks"
+    folder = REPO_ROOT / "notebooks"
     for name in chapter.CLAIM_NOTEBOOKS:
         cells = json.loads((folder / f"protoclip_{name}.ipynb").read_text())["cells"]
         source = "".join("".join(c["source"]) for c in cells)

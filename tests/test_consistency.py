@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from vlp_lib import plots
+from vlp_lib.book import plots
 from vlp_lib.data import consistency, vocab, world
 from vlp_lib.data.transforms import AUGMENTATIONS, augment
 

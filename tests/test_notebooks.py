@@ -9,7 +9,7 @@ from pathlib import Path
 import papermill
 import pytest
 
-from vlp_lib import bookbuild
+from vlp_lib.book import build as bookbuild
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -61,7 +61,7 @@ def test_parameters_cell_is_documented(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_pages_state_their_scale(path):
-    """Right after the setup cell (the one after `parameters`), a cell shows `vlp_lib.pages.scale_note`, its input
+    """Right after the setup cell (the one after `parameters`), a cell shows `vlp_lib.book.pages.scale_note`, its input
     hidden in the book: every page says at which scale (and with which seeds) its numbers were made."""
     cells = json.loads(path.read_text())["cells"]
     code = [c for c in cells if c["cell_type"] == "code"]

@@ -1,4 +1,4 @@
-"""Tests of vlp_lib.plots: every figure is built from real data, returned, and saved as a non-empty PNG."""
+"""Tests of vlp_lib.book.plots: every figure is built from real data, returned, and saved as a non-empty PNG."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from vlp_lib import plots
+from vlp_lib.book import plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

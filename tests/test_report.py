@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlp_lib import report
+from vlp_lib.book import report
 
 
 def _by_hand(d):

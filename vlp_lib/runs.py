@@ -1,9 +1,10 @@
 """The results store: one JSON record per run under ``results/<kind>/<config hash>.json``.
 
 A record holds the run's config, its hash, metrics, per-stage timings, seed, package versions, the
-git commit and the *code fingerprint*: a hash of the source of every module that computes
-(``vlp_lib`` except the modules that only plan runs or present them: plots, reports, paper numbers, the
-ablation and chapter plans, this store). Lookups use
+git commit and the *code fingerprint*: a hash of the source of the computing core, decided by folder: every
+``.py`` and ``.json`` file of ``vlp_lib`` is in it except those under ``vlp_lib/book/`` (tables, verdicts, plots,
+pages, the book's build) and ``vlp_lib/chapters/`` (each paper's run tables, claims, ablation plans and numbers:
+they only write configs, and a config is the record's key). Lookups use
 the config hash; a record whose fingerprint differs from the current code's is *stale*: it is not
 reused, the run is recomputed and the record replaced (the notebook prints that it does so). So
 editing a plot or a notebook's prose reuses every result, while editing a loss recomputes.
@@ -32,10 +33,9 @@ from filelock import FileLock
 from .paths import REPO_ROOT, results_dir
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-# Modules that only plan runs or present results: changing them must not invalidate stored numbers. A
-# planning module (the ablation's and the chapter's) only writes configs, and a config is the record's key.
-PRESENTATION_MODULES = {"plots.py", "report.py", "papers.py", "runs.py", "paths.py", "ablation.py",
-                        "protoclip_chapter.py"}
+# Book-side folders of vlp_lib: they plan runs or present them, so editing them never invalidates a stored number.
+# Everything else is the computing core (this store included: it decides what a record holds).
+BOOK_SIDE_FOLDERS = ("book", "chapters")
 TRACKED_PACKAGES = ("torch", "torchvision", "open_clip_torch", "faiss-cpu", "scikit-learn", "numpy", "sentence-transformers")
 
 
@@ -48,14 +48,19 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(_canonical(config).encode()).hexdigest()[:16]
 
 
+def fingerprinted_files() -> list[Path]:
+    """The files ``code_fingerprint`` hashes: ``vlp_lib``'s sources and model configs outside ``BOOK_SIDE_FOLDERS``."""
+    return [p for p in PACKAGE_DIR.rglob("*") if p.suffix in {".py", ".json"} and "__pycache__" not in p.parts
+            and p.relative_to(PACKAGE_DIR).parts[0] not in BOOK_SIDE_FOLDERS]
+
+
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """Hash of the source of every computing module of ``vlp_lib`` (and its model configs)."""
+    """Hash of the source of the computing core: every ``.py`` / ``.json`` file of ``vlp_lib`` outside the
+    ``BOOK_SIDE_FOLDERS`` (model configs included)."""
     h = hashlib.sha256()
-    files = sorted(p for p in PACKAGE_DIR.rglob("*") if p.suffix in {".py", ".json"} and "__pycache__" not in p.parts)
+    files = sorted(p for p in fingerprinted_files())
     for path in files:
-        if path.name in PRESENTATION_MODULES and path.parent == PACKAGE_DIR:
-            continue
         h.update(str(path.relative_to(PACKAGE_DIR)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]

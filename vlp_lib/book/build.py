@@ -1,9 +1,9 @@
 """Building the book's pages from the notebooks: execute (papermill), clean, and stand in for pages not built.
 
-    python -m vlp_lib.bookbuild execute --scale smoke protoclip   # chapters or notebooks; none: every one
-    python -m vlp_lib.bookbuild clean book/executed/*.ipynb       # idempotent
-    python -m vlp_lib.bookbuild placeholders                      # a "not built yet" page per missing notebook
-    python -m vlp_lib.bookbuild times                             # the last execute's time per notebook, total
+    python -m vlp_lib.book.build execute --scale smoke protoclip   # chapters or notebooks; none: every one
+    python -m vlp_lib.book.build clean book/executed/*.ipynb       # idempotent
+    python -m vlp_lib.book.build placeholders                      # a "not built yet" page per missing notebook
+    python -m vlp_lib.book.build times                             # the last execute's time per notebook, total
 
 ``clean`` makes an executed notebook read as results, not as a log: the notebooks keep their live progress bars
 (tqdm's text bar, in terminals, papermill and JupyterLab alike), and the rendered page drops them.
@@ -199,7 +199,7 @@ def times(executed_dir: Path = EXECUTED_DIR) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vlp_lib.bookbuild", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m vlp_lib.book.build", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("execute", help="execute chapters' notebooks into book/executed/ and clean them")
     p.add_argument("names", nargs="*", help=f"chapters ({', '.join(CHAPTERS)}) or notebook names; none: all")

@@ -21,11 +21,12 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import experiment, runs
-from .config import as_list, check_positive_int, scale_defaults
-from .report import format_test, mean_std, paired_differences, paired_test
-from .suite import VALIDATION_TASKS
-from .teachers import PCA_DIM, check_teacher
+from ... import experiment, runs
+from . import paper
+from ...config import as_list, check_positive_int, scale_defaults
+from ...book.report import format_test, mean_std, paired_differences, paired_test
+from ...suite import VALIDATION_TASKS
+from ...teachers import PCA_DIM, check_teacher
 
 SWEEPS = {
     "episode_size": "Fig. 6 (a): episode size (ProtoCLIP without L_CLIP)",
@@ -190,17 +191,17 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
       model's probes converge in about as many iterations as a trained one's). The task sets are generated and
       cached first, untimed, as the first real run would otherwise do. 0 with ``evaluation=False``.
     """
-    from .cluster import kmeans, kmeanspp_init
-    from .data import tasks as task_lib
+    from ...cluster import kmeans, kmeanspp_init
+    from ...data import tasks as task_lib
     import torch
 
-    from .data.paired import PairedData, from_world
-    from .data.tokenizer import world_tokenizer
-    from .data.world import generate
-    from .methods import create_method
-    from .models import create_model
-    from .suite import evaluate_suite
-    from .train import TrainConfig, train
+    from ...data.paired import PairedData, from_world
+    from ...data.tokenizer import world_tokenizer
+    from ...data.world import generate
+    from ...methods import create_method
+    from ...models import create_model
+    from ...suite import evaluate_suite
+    from ...train import TrainConfig, train
 
     steps = check_positive_int("steps", steps)
     key_fields = ("model", "image_size", "batch_size", "context_length", "method", "method_kwargs", "augmentation",
@@ -380,9 +381,9 @@ class SweepClaim:
 
 CLAIMS: list[SweepClaim] = [
     SweepClaim("fig6a_episode", "episode_size", "episode of 0.2 of the data beats one episode per epoch",
-               EPISODE_FRACTION, 1.0, 0.0286),
+               EPISODE_FRACTION, 1.0, paper.NUMBERS["fig6a_gain_best_over_epoch_pp"] / 100),
     SweepClaim("fig6b_soft_target", "target_temperature", "soft target tau_y = 0.01 beats hardmax", 0.01, 0.0,
-               0.0158),
+               paper.NUMBERS["fig6b_gain_soft_over_hardmax_pp"] / 100),
     SweepClaim("fig6c_images_per_prototype", "images_per_prototype", "10 images per prototype is the best value",
                10, None),
     SweepClaim("fig6d_minilm", "external_teacher", "the language-model teacher (RoBERTa; ours MiniLM) helps",

@@ -1,24 +1,31 @@
 """What the book's pages say about themselves: the chapters (which notebooks make which chapter) and the scale
 note at the top of every page that reports numbers.
 
-Only the standard library at import time: ``vlp_lib.bookbuild`` and the tests read ``CHAPTERS`` cheaply.
+Cheap at import time (the standard library and the chapters' registrations): ``vlp_lib.book.build`` and the tests
+read ``CHAPTERS`` without importing torch.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-# The chapters of the book as `make book CHAPTERS=...` names them, each with its notebooks (notebooks/<name>.ipynb)
-# in execution order: later notebooks reuse the runs earlier ones stored (the clustering and efficiency pages load
-# the benchmark's models; the scorecard judges the ProtoCLIP claims from every run of the chapter, so it belongs
-# to the ProtoCLIP chapter although _toc.yml shows it under "Reproduction"). No chapter needs another's runs:
-# the ProtoCLIP notebooks train their own CLIP rows, the baseline page is independent of them.
-CHAPTERS: dict[str, list[str]] = {
-    "world": ["world_tour"],
-    "baseline": ["clip_baseline"],
-    "protoclip": ["protoclip_ablation", "protoclip_benchmark", "protoclip_clustering", "protoclip_components",
-                  "protoclip_efficiency", "scorecard"],
-}
+from ..chapters import chapters as paper_chapters
+
+SCORECARD = "scorecard"
+
+
+def _book_chapters() -> dict[str, list[str]]:
+    """The book's chapters as `make book CHAPTERS=...` names them, each with its notebooks (notebooks/<name>.ipynb)
+    in reading order, which is execution order: the world and the baseline, every paper chapter registered in
+    ``vlp_lib.chapters`` (a paper chapter trains its own reference rows and needs no other chapter's runs), then the
+    scorecard, which judges every chapter's claims from the results store and trains nothing."""
+    book = {"world": ["world_tour"], "baseline": ["clip_baseline"]}
+    book.update({c.name: list(c.notebooks) for c in paper_chapters()})
+    book[SCORECARD] = [SCORECARD]
+    return book
+
+
+CHAPTERS: dict[str, list[str]] = _book_chapters()
 
 # What a reader should make of a page's numbers at each scale.
 SCALE_MEANING = {
@@ -36,12 +43,13 @@ def chapter_of(notebook: str) -> str:
     for chapter, notebooks in CHAPTERS.items():
         if notebook in notebooks:
             return chapter
-    raise ValueError(f"notebook {notebook!r} is in no chapter of vlp_lib.pages.CHAPTERS")
+    raise ValueError(f"notebook {notebook!r} is in no chapter of vlp_lib.book.pages.CHAPTERS")
 
 
 def select_notebooks(names: Sequence[str] = ()) -> list[str]:
-    """The notebooks (stems, in book order) of the chapters or notebooks ``names``; every notebook when empty.
-    ``ValueError`` naming an unknown name."""
+    """The notebooks (stems, in book order) of the chapters or notebooks ``names``; every notebook when empty. The
+    scorecard is added whenever a paper chapter is selected (it judges that chapter's claims). ``ValueError``
+    naming an unknown name."""
     if not names:
         return [nb for notebooks in CHAPTERS.values() for nb in notebooks]
     known = {nb for notebooks in CHAPTERS.values() for nb in notebooks}
@@ -53,6 +61,9 @@ def select_notebooks(names: Sequence[str] = ()) -> list[str]:
             wanted.append(name)
         else:
             raise ValueError(f"CHAPTERS: unknown chapter or notebook {name!r}; chapters: {', '.join(CHAPTERS)}")
+    papers = {c.name for c in paper_chapters()}
+    if any(chapter_of(nb) in papers for nb in wanted):
+        wanted.append(SCORECARD)
     return [nb for notebooks in CHAPTERS.values() for nb in notebooks if nb in wanted]
 
 

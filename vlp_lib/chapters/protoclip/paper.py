@@ -1,11 +1,11 @@
-"""Numbers the papers report, in one place. Every table in the book shows these beside ours.
+"""The numbers the ProtoCLIP paper reports, in one place. Every table and claim of the chapter shows them beside ours.
 
 Values are copied from the papers' text and tables (``../shared/papers``), never used as results.
 """
 
 from __future__ import annotations
 
-PROTOCLIP = {
+NUMBERS = {
     # Table I: hyper-parameters
     "batch_size": 512,
     "episode_size": 200_000,
@@ -36,7 +36,7 @@ PROTOCLIP = {
 }
 
 # Table III (CC2.5M, 8 epochs): ImageNet zero-shot, ImageNet linear, CIFAR & STL zero-shot avg, linear avg.
-PROTOCLIP_TABLE3 = {
+TABLE3 = {
     "CLIP": (9.89, 41.30, 38.77, 67.32),
     "ProtoCLIP": (11.96, 46.55, 42.74, 70.96),
     "ProtoCLIP w/o RoBERTa": (11.91, 44.76, 42.81, 69.45),
@@ -45,21 +45,21 @@ PROTOCLIP_TABLE3 = {
     "- w/o K-Means": (11.62, 44.27, 38.67, 67.22),
     "- w/o augmentation": (11.17, 44.39, 38.67, 68.75),
 }
-PROTOCLIP_TABLE3_COLUMNS = ("ImageNet zero-shot", "ImageNet linear", "CIFAR & STL zero-shot avg",
+TABLE3_COLUMNS = ("ImageNet zero-shot", "ImageNet linear", "CIFAR & STL zero-shot avg",
                             "CIFAR & STL linear avg")
 # Table X: ImageNet linear probe per loss combination.
-PROTOCLIP_TABLE10 = {"L_CLIP": 40.98, "L_Proto": 36.89, "L_Proto + L_CLIP": 44.76,
+TABLE10 = {"L_CLIP": 40.98, "L_Proto": 36.89, "L_Proto + L_CLIP": 44.76,
                      "L_Proto + L_CLIP + L_Proto^external": 46.55}
 # Table XI: ImageNet linear, ImageNet zero-shot, MS-COCO retrieval mean recall.
-PROTOCLIP_TABLE11 = {"No augmentation": (44.39, 11.17, 24.45), "SimCLR augmentation": (43.60, 10.05, 20.28),
+TABLE11 = {"No augmentation": (44.39, 11.17, 24.45), "SimCLR augmentation": (43.60, 10.05, 20.28),
                      "ProtoCLIP augmentation": (46.55, 11.96, 21.65)}
 # Table IV (CC2.5M, batch 512): epochs (relative epochs) -> ImageNet zero-shot top-1, top-5, linear, mean recall.
-PROTOCLIP_TABLE4 = {
+TABLE4 = {
     ("ProtoCLIP", 16, 21.5): (20.39, 40.02, 50.47, 36.01),
     ("CLIP", 32, 32.0): (19.46, 38.42, 49.41, 36.48),
     ("ProtoCLIP", 32, 43.1): (21.47, 40.84, 55.22, 35.69),
     ("CLIP", 64, 64.0): (20.34, 39.21, 51.14, 37.61),
 }
 # Table XII: STL-10 and the 10-dataset average, (ARI, AMI).
-PROTOCLIP_TABLE12 = {"CLIP": {"STL10": (0.673, 0.744), "average": (0.216, 0.373)},
+TABLE12 = {"CLIP": {"STL10": (0.673, 0.744), "average": (0.216, 0.373)},
                      "ProtoCLIP": {"STL10": (0.732, 0.788), "average": (0.233, 0.390)}}

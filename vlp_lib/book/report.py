@@ -9,6 +9,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..chapters import chapters as all_chapters
+
 
 def seed_values(records: Sequence[dict], key: str) -> np.ndarray:
     """``key`` of every record's metrics (one per seed)."""
@@ -214,12 +216,11 @@ SCORECARD_COLUMNS = ["id", "paper", "claim", "source", "notebook", "metric", "pa
 
 
 def scorecard(scale: str = "laptop") -> pd.DataFrame:
-    """Every headline claim of the book's papers against this book's stored runs at ``scale``, one line each
-    (``SCORECARD_COLUMNS``): the paper's value, ours (``book_value``: mean per-seed difference), the 95% t
-    ``interval``, the ``verdict`` (``VERDICT_RULE``; "matches in less time" and timing claims by the rules in
-    ``vlp_lib.protoclip_chapter``; "not run" when the runs are not in the results store: execute the chapter's
-    notebooks first), the minimum detectable effect at the seeds run (``mde``) and the seeds that would decide
-    the claim at the measured spread (``seeds_needed``). Trains nothing."""
-    from . import protoclip_chapter  # late: the chapter plans import this module
-
-    return pd.DataFrame(protoclip_chapter.claims(scale), columns=SCORECARD_COLUMNS)
+    """Every headline claim of every chapter of ``vlp_lib.chapters`` against this book's stored runs at ``scale``,
+    one line each (``SCORECARD_COLUMNS``): the paper's value, ours (``book_value``: mean per-seed difference), the
+    95% t ``interval``, the ``verdict`` (``VERDICT_RULE``, or a chapter's own rule for timing and "matches in less
+    time" claims; "not run" when the runs are not in the results store: execute the chapter's notebooks first), the
+    minimum detectable effect at the seeds run (``mde``) and the seeds that would decide the claim at the measured
+    spread (``seeds_needed``). Trains nothing."""
+    lines = [line for chapter in all_chapters() for line in chapter.claims(scale)]
+    return pd.DataFrame(lines, columns=SCORECARD_COLUMNS)
