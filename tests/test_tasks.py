@@ -115,3 +115,56 @@ def test_bad_retrieval_arguments():
 def test_definitions_cover_every_shape():
     assert set(vocab.DEFINITIONS) == set(vocab.SHAPES)
     assert len(set(vocab.DEFINITIONS.values())) == len(vocab.SHAPES)
+
+
+def test_presence_task_is_multi_hot_over_every_object():
+    t = tasks.load_multilabel_task("presence", "test", n=60)
+    spec = tasks.MULTILABEL_TASKS["presence"]
+    assert tasks.multilabel_task_names() == ["presence"] and "presence" not in tasks.TASKS  # not in the suite
+    assert t.name == "presence" and t.split == "test" and len(t) == 60 and t.stands_in_for
+    assert t.images.shape == (60, 32, 32, 3) and t.images.dtype == np.uint8
+    assert t.classnames == vocab.SHAPES and t.targets.shape == (60, 24) and t.targets.dtype == np.int64
+    w = world.generate(60, spec["seeds"]["test"], 32, **spec["knobs"])
+    assert np.array_equal(np.asarray(t.images), np.asarray(w.images))
+    for row, objs in zip(t.targets, w.objects):
+        assert set(np.flatnonzero(row).tolist()) == set(objs[:, 0].tolist())
+    assert set(w.labels["count"].tolist()) == {1, 2, 3} and (t.targets.sum(1) > 1).any()
+    assert (t.targets.sum(0) > 0).sum() >= 20  # most shapes occur
+    assert tasks.task_words() <= set(world_tokenizer().word_to_id)
+
+
+def test_presence_seeds_are_their_own():
+    seeds = [s for spec in tasks.TASKS.values() for s in spec["seeds"].values()] + [tasks.RETRIEVAL_SEED]
+    ml = [s for spec in tasks.MULTILABEL_TASKS.values() for s in spec["seeds"].values()]
+    assert len(set(ml)) == len(ml) and not set(ml) & set(seeds) and min(ml) >= tasks.TASK_SEED_BASE
+    train = tasks.load_multilabel_task("presence", "train", n=40)
+    test = tasks.load_multilabel_task("presence", "test", n=40)
+    assert not _hashes(train.images) & _hashes(test.images)
+    assert len(tasks.load_multilabel_task("presence", "test", scale="smoke")) == scale_defaults("smoke")["task_test"]
+
+
+def test_shape_multi_hot():
+    objs = [np.array([[3, 0, 1], [3, 2, 0], [5, 1, 0]]), np.array([[0, 0, 2]]), np.zeros((0, 3), np.int64)]
+    hot = tasks.shape_multi_hot(objs, num_classes=6)
+    assert hot.tolist() == [[0, 0, 0, 1, 0, 1], [1, 0, 0, 0, 0, 0], [0] * 6]
+    with pytest.raises(ValueError, match="num_classes"):
+        tasks.shape_multi_hot(objs, num_classes=0)
+    with pytest.raises(ValueError, match=r"objects\[0\]"):
+        tasks.shape_multi_hot(objs, num_classes=4)
+    with pytest.raises(ValueError, match=r"objects\[0\]"):
+        tasks.shape_multi_hot([np.array([1, 2, 3])])
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(name="voc", split="test"), "name"),
+        (dict(name="presence", split="val"), "split"),
+        (dict(name="presence", split="test", n=-3), "n"),
+        (dict(name="presence", split="test", scale="huge"), "scale"),
+    ],
+)
+def test_bad_multilabel_task_arguments(kwargs, name, monkeypatch):
+    monkeypatch.setattr(world, "generate", lambda *a, **k: pytest.fail("generated before validating"))
+    with pytest.raises(ValueError, match=name):
+        tasks.load_multilabel_task(**kwargs)

@@ -58,7 +58,7 @@ def test_deterministic_and_prefix():
 
 
 def test_workers_give_the_same_world(monkeypatch):
-    monkeypatch.setattr(world, "CHUNK", 8)  # several chunks, so the 2-process path runs
+    monkeypatch.setattr(world.generation, "CHUNK", 8)  # several chunks, so the 2-process path runs
     serial = world.generate(20, 3, cache=False, workers=1)
     parallel = world.generate(20, 3, cache=False, workers=2)
     _same_world(serial, parallel)
@@ -198,7 +198,7 @@ def test_vocab_structure():
     ],
 )
 def test_bad_arguments_raise_before_rendering(kwargs, name, monkeypatch, fresh_cache):
-    monkeypatch.setattr(world, "render", _no_render)
+    monkeypatch.setattr(world.items, "render", _no_render)
     args = dict(n=4, seed=0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
@@ -212,7 +212,7 @@ def _no_render(*args, **kwargs):
 def test_cache_returns_memmap_without_rendering(monkeypatch, fresh_cache):
     first = world.generate(40, 9, max_objects=2)
     assert isinstance(first.images, np.memmap)
-    monkeypatch.setattr(world, "render", _no_render)
+    monkeypatch.setattr(world.items, "render", _no_render)
     again = world.generate(40, 9, max_objects=2)
     assert isinstance(again.images, np.memmap)
     _same_world(first, again)
@@ -232,7 +232,7 @@ def test_cache_extends_by_rendering_only_new_indices(monkeypatch, fresh_cache):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(world, "render", counting)
+    monkeypatch.setattr(world.items, "render", counting)
     grown = world.generate(30, 8)
     assert len(calls) == 10
     _same_world(grown, world.generate(30, 8, cache=False))
@@ -271,3 +271,42 @@ def test_paraphrases_are_distinct_and_clean():
     caps = world.paraphrases(0, 3, knobs, 5)
     assert len(caps) == 5 and len(set(caps)) == 5
     assert not any(set(vocab.words(c)) & vocab.junk_words() for c in caps)
+
+
+def test_relation_labels_from_box_centres():
+    box = lambda x, y: [x - 1, y - 1, x + 1, y + 1]  # noqa: E731
+    boxes = [np.array([box(2, 5), box(8, 5)]), np.array([box(8, 5), box(2, 5), box(0, 0)]),
+             np.array([box(5, 2), box(5, 8)]), np.array([box(5, 8), box(5, 2)]), np.array([box(5, 5)]),
+             np.zeros((0, 4)), np.array([box(2, 2), box(4, 4)])]
+    names = world.RELATION_NAMES
+    assert names == ("left", "right", "above", "below")
+    got = world.relation_labels(boxes)
+    assert got.dtype == np.int64
+    assert got.tolist() == [names.index("left"), names.index("right"), names.index("above"), names.index("below"),
+                            -1, -1, names.index("left")]  # a tie (dx == dy) goes to left / right
+    with pytest.raises(ValueError, match=r"boxes\[0\]"):
+        world.relation_labels([np.zeros(4)])
+
+
+def test_world_relations_use_the_caption_rule():
+    w = world.generate(150, 13, cache=False, omit_rate=0.0, mismatch_rate=0.0)
+    rel = w.relations
+    assert rel.shape == (150,) and ((rel == -1) == (w.labels["count"] == 1)).all()
+    assert set(rel[rel >= 0].tolist()) == {0, 1, 2, 3}
+    same_rule = box_vs_scene = stated = stated_agree = 0
+    for i in np.flatnonzero(rel >= 0):
+        scene = world.sample_scene(w.seed, int(i), w.knobs)
+        a, b = scene["objects"][:2]
+        # one rule: degenerate boxes at the drawing centres give exactly the captions' relation
+        point = np.array([[o["cx"], o["cy"], o["cx"], o["cy"]] for o in (a, b)])
+        same_rule += world.RELATION_NAMES[world.relation_labels([point])[0]] == world._relation(a, b)
+        box_vs_scene += world.RELATION_NAMES[rel[i]] == world._relation(a, b)
+        facts: dict = {}
+        world.caption(w.seed, int(i), w.knobs, scene, facts=facts)
+        if facts["relation"] is not None and facts["objects"][:2] == [0, 1]:
+            stated += 1
+            stated_agree += world.RELATION_NAMES[rel[i]] == facts["relation"]
+    n2 = int((rel >= 0).sum())
+    assert same_rule == n2
+    # box centres are not drawing centres (rotation, a shape's offset in its box): near-diagonal pairs may differ
+    assert box_vs_scene >= 0.93 * n2 and stated_agree >= 0.9 * stated and stated >= 5

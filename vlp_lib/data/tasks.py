@@ -7,6 +7,9 @@ prompt templates, generation knobs, image size, seeds) and ``load_task`` renders
 and the test split never share an image.
 
 ``load_retrieval`` builds the MS-COCO stand-in: images with five clean paraphrased captions each.
+``load_multilabel_task`` builds the multi-label tasks of ``MULTILABEL_TASKS`` (a multi-hot target row per image
+instead of one label): ``"presence"``, which of the 24 shapes an image of 1-3 objects holds (the PASCAL VOC /
+MS-COCO multi-label stand-in, for detection-style probes).
 The class-only labelled view (ImageNet-21K stand-in for iCLIP) is the shape label plus
 ``vocab.DEFINITIONS``.
 """
@@ -14,7 +17,7 @@ The class-only labelled view (ImageNet-21K stand-in for iCLIP) is the shape labe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -105,6 +108,22 @@ RETRIEVAL_SEED = TASK_SEED_BASE + 99_000
 # Retrieval: clean captions (no mismatch, junk or omission); 1-3 objects so captions differ in detail.
 RETRIEVAL_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.0)
 
+# Multi-label tasks: the target of an image is a multi-hot row over ``classnames`` (every object counts, not only
+# the primary one). Their own fixed seeds, apart from ``TASKS`` (< +1,000) and retrieval (+99,000).
+MULTILABEL_SEED_BASE = TASK_SEED_BASE + 98_000
+MULTILABEL_TASKS: dict[str, dict[str, Any]] = {
+    "presence": dict(
+        description="which of the 24 shapes are in the image: 1-3 objects, every object labelled",
+        stands_in_for="PASCAL VOC / MS-COCO multi-label classification (detection probe)",
+        classnames=list(vocab.SHAPES),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(min_objects=1, max_objects=3),
+        image_size=32,
+    ),
+}
+for _k, _spec in enumerate(MULTILABEL_TASKS.values()):
+    _spec["seeds"] = dict(train=MULTILABEL_SEED_BASE + 100 * _k, test=MULTILABEL_SEED_BASE + 100 * _k + 1)
+
 
 @dataclass
 class Task:
@@ -137,8 +156,29 @@ class RetrievalSet:
         return len(self.images)
 
 
+@dataclass
+class MultiLabelTask:
+    """A multi-label evaluation split: images and a multi-hot ``targets`` row per image over ``classnames``."""
+
+    name: str
+    split: str
+    images: np.ndarray  # uint8 [n, H, W, 3]
+    targets: np.ndarray  # int64 [n, len(classnames)], 1 where the class is present
+    classnames: list[str]
+    templates: list[str]
+    stands_in_for: str
+    description: str = ""
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+
 def task_names() -> list[str]:
     return list(TASKS)
+
+
+def multilabel_task_names() -> list[str]:
+    return list(MULTILABEL_TASKS)
 
 
 def _labels(spec: dict[str, Any], w: world.World) -> np.ndarray:
@@ -179,6 +219,41 @@ def load_task(name: str, split: str, n: int | None = None, scale: str = "laptop"
     )
 
 
+def shape_multi_hot(objects: Sequence[np.ndarray], num_classes: int = len(vocab.SHAPES)) -> np.ndarray:
+    """Multi-hot shape presence per image: int64 ``[n, num_classes]``, row ``i`` is 1 at the shape id of every
+    object of ``objects[i]`` (``World.objects``: ``[m_i, 3]`` rows of shape id, colour id, size id)."""
+    num_classes = check_positive_int("num_classes", num_classes)
+    out = np.zeros((len(objects), num_classes), np.int64)
+    for i, o in enumerate(objects):
+        o = np.asarray(o)
+        if o.ndim != 2 or o.shape[1] < 1 or not np.issubdtype(o.dtype, np.integer):
+            raise ValueError(f"objects[{i}] must be an integer array [m, 3], got {o.dtype} {o.shape}")
+        if len(o) and (o[:, 0].min() < 0 or o[:, 0].max() >= num_classes):
+            raise ValueError(f"objects[{i}] has a shape id outside [0, {num_classes})")
+        out[i, o[:, 0]] = 1
+    return out
+
+
+def load_multilabel_task(name: str, split: str, n: int | None = None, scale: str = "laptop") -> MultiLabelTask:
+    """Split ``split`` ("train" | "test") of multi-label task ``name`` (``MULTILABEL_TASKS``) with ``n`` images
+    (default from ``scale``: ``task_train`` / ``task_test``). ``"presence"``: 32 px images of 1-3 objects and
+    the multi-hot of the shapes they hold (``shape_multi_hot`` of ``World.objects``). Not part of the evaluation
+    suite's tasks. ``ValueError`` naming the parameter for a bad name, split, n or scale."""
+    if name not in MULTILABEL_TASKS:
+        raise ValueError(f"name must be one of {list(MULTILABEL_TASKS)}, got {name!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+    defaults = scale_defaults(scale)
+    n = check_positive_int("n", defaults[f"task_{split}"] if n is None else n)
+    spec = MULTILABEL_TASKS[name]
+    w = world.generate(n, spec["seeds"][split], spec["image_size"], **spec["knobs"])
+    return MultiLabelTask(
+        name=name, split=split, images=w.images, targets=shape_multi_hot(w.objects, len(spec["classnames"])),
+        classnames=list(spec["classnames"]), templates=list(spec["templates"]), stands_in_for=spec["stands_in_for"],
+        description=spec["description"],
+    )
+
+
 def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, scale: str = "laptop") -> RetrievalSet:
     """The MS-COCO stand-in: ``n_images`` (default ``retrieval_images`` of ``scale``) 32 px images with
     ``captions_per_image`` clean captions each, from distinct templates (different paraphrases of the
@@ -198,6 +273,7 @@ def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, sca
 
 def task_words() -> set[str]:
     """Every word of every task's class names and prompt templates (a test checks the tokenizer knows them)."""
-    texts = [c for spec in TASKS.values() for c in spec["classnames"]]
-    texts += [t.replace("{}", " ") for spec in TASKS.values() for t in spec["templates"]]
+    specs = list(TASKS.values()) + list(MULTILABEL_TASKS.values())
+    texts = [c for spec in specs for c in spec["classnames"]]
+    texts += [t.replace("{}", " ") for spec in specs for t in spec["templates"]]
     return {w for t in texts for w in vocab.words(t)}

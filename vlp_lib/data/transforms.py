@@ -185,14 +185,19 @@ def gaussian_blur(
     return torch.where(apply, y.view(n, ch, h, w), x)
 
 
-# Training augmentations by name (Section IV-A-3 and Table XI). "none" is what ProtoCLIP calls
+# Training augmentations by name (ProtoCLIP Section IV-A-3 and Table XI). "none" is what ProtoCLIP calls
 # "No Augmentation": resize and crop with a random scale between 90% and 100%. "simclr" is SimCLR's
 # recipe (crop 8-100%, flip, colour jitter 0.4/0.4/0.4/0.1 with p = 0.8, grayscale p = 0.2, blur p = 0.5);
 # "protoclip" is the paper's lighter version of it: crop 50-100% and colour jitter with p = 0.2.
 # "off" feeds the images unchanged.
+# PyramidCLIP's two image views (Section 3.2) are "none", its global view G (RandomResizedCrop with scale
+# [0.9, 1]), and "local", its local view L (RandomResizedCrop with scale [0.5, 1]). The paper gives neither the
+# aspect ratio range nor flips: L keeps torchvision's ratio (3/4, 4/3), no flip and no colour operation, so that
+# G and L differ only in how much of the image they keep. Methods ask for L with ``Batch.view("local")``.
 AUGMENTATIONS: dict[str, dict] = {
     "off": {},
     "none": {"scale": (0.9, 1.0)},
+    "local": {"scale": (0.5, 1.0), "ratio": (3 / 4, 4 / 3)},
     "simclr": {"scale": (0.08, 1.0), "flip_p": 0.5, "jitter_p": 0.8, "gray_p": 0.2, "blur_p": 0.5},
     "protoclip": {"scale": (0.5, 1.0), "flip_p": 0.5, "jitter_p": 0.2, "gray_p": 0.2, "blur_p": 0.5},
 }
@@ -220,8 +225,8 @@ def augment(
     done = (lambda y: (y, params)) if return_params else (lambda y: y)
     if not spec:
         return done(x)
-    x = random_resized_crop(x, scale=spec["scale"], flip_p=spec.get("flip_p", 0.0), generator=generator,
-                            record=params)
+    x = random_resized_crop(x, scale=spec["scale"], ratio=spec.get("ratio", (3 / 4, 4 / 3)),
+                            flip_p=spec.get("flip_p", 0.0), generator=generator, record=params)
     if not any(spec.get(key, 0.0) for key in ("jitter_p", "gray_p", "blur_p")):
         return done(x)
     # colour operations are defined on [0, 1] images

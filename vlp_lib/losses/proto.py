@@ -23,6 +23,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .soft import soft_contrastive
+
 
 def proto_loss(
     student_feats: torch.Tensor,
@@ -62,8 +64,8 @@ def proto_loss(
         return F.cross_entropy(logits, targets.long())
     if targets.shape != logits.shape:
         raise ValueError(f"targets must be [B, K] = {tuple(logits.shape)}, got {tuple(targets.shape)}")
-    # -sum_k y log p, averaged over the batch; log_softmax keeps tau_Proto = 0.01 (logits up to 100) stable
-    return -(targets.to(logits.dtype) * F.log_softmax(logits, dim=1)).sum(1).mean()
+    # -sum_k y log p, averaged over the batch: the book's one soft-target cross-entropy
+    return soft_contrastive(logits, targets)
 
 
 def proto_loss_pair(
