@@ -8,6 +8,8 @@ Every metric the book reports comes from here (ProtoCLIP Sec. IV "C. Evaluation 
 - image-text retrieval recall@{1,5,10} and their mean (C.4; Table VIII);
 - K-Means clustering scored by ARI / AMI (Sec. IV-G3; Table XII);
 - the modality gap of Liang et al. [6] (ProtoCLIP Sec. I);
+- per-class accuracy (per-concept results) and multi-label mean average precision (the PASCAL VOC / MS-COCO
+  metric of ICMLM, the detection stand-in of PyramidCLIP);
 - chance levels, so that every number in the book can be read against what a random guess gets.
 
 Features and labels may be numpy arrays or torch tensors everywhere. Features passed in are
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
+from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score, average_precision_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
@@ -115,6 +117,13 @@ class _eval_mode:
     def __exit__(self, *exc):
         if hasattr(self.model, "train"):
             self.model.train(self.was_training)
+
+
+def has_text_tower(model: Any) -> bool:
+    """Whether ``model`` encodes text (a callable ``encode_text``). An image-only model (a bare image tower,
+    a self-supervised encoder) gets the probes of the suite (linear, k-NN, clustering) but no zero-shot
+    classification and no retrieval."""
+    return callable(getattr(model, "encode_text", None))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -484,6 +493,54 @@ def retrieval_recall(
         out[f"t2i_R@{k}"] = (t2i_rank < k).double().mean().item()
     out["mean_recall"] = float(np.mean([out[f"{d}_R@{k}"] for d in ("i2t", "t2i") for k in ks]))
     return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# per-class accuracy and multi-label mean average precision
+
+
+def per_class_accuracy(predictions: ArrayLike, labels: ArrayLike) -> dict[int, float]:
+    """Accuracy (fraction) on the samples of each class: ``{c: mean(predictions[labels == c] == c)}``.
+
+    One entry per class present in ``labels``, in increasing order of class id (a class without test samples
+    has no accuracy, so it has no key); this is the recall of each class, and the mean of the values is the
+    balanced accuracy. Use it for per-concept results (which shapes a model confuses) with any classifier's
+    predictions: ``suite.zero_shot_per_class``, ``knn_predict``, a probe's ``predict``.
+    """
+    pred = _labels(predictions, "predictions")
+    y = _labels(labels, "labels")
+    _check_len(len(y), len(pred), "predictions", "labels")
+    if y.size == 0:
+        raise ValueError("labels is empty")
+    return {int(c): float((pred[y == c] == c).mean()) for c in np.unique(y)}
+
+
+def multilabel_map(scores: ArrayLike, targets: ArrayLike) -> float:
+    """Mean average precision of multi-label ``scores`` ``[N, C]`` against binary ``targets`` ``[N, C]``.
+
+    The macro mean over classes of scikit-learn's ``average_precision_score`` (AP = sum_n (R_n - R_{n-1}) P_n
+    over the distinct score thresholds, no interpolation), i.e. exactly
+    ``average_precision_score(targets, scores, average="macro")``, except that **classes with no positive
+    in** ``targets`` **are skipped**: their AP is undefined (scikit-learn warns and counts them as 0, which would
+    make the mean depend on how many empty classes a test split happens to hold). Scores may be logits,
+    probabilities or similarities: AP depends only on their order within each class. The PASCAL VOC / MS-COCO
+    multi-label metric of ICMLM and the book's multi-object presence task.
+    """
+    s = _feats(scores, "scores").double().numpy()
+    t = targets.detach().cpu().numpy() if isinstance(targets, torch.Tensor) else np.asarray(targets)
+    if t.shape != s.shape:
+        raise ValueError(f"targets must have the shape of scores {s.shape}, got {t.shape}")
+    if t.dtype == bool:
+        t = t.astype(np.int64)
+    if not np.isin(t, (0, 1)).all():
+        raise ValueError("targets must be binary (0/1 or bool)")
+    if not np.isfinite(s).all():
+        raise ValueError("scores must be finite")
+    present = t.sum(axis=0) > 0
+    if not present.any():
+        raise ValueError("targets has no positive in any class: mean average precision is undefined")
+    t = t.astype(np.int64)
+    return float(average_precision_score(t[:, present], s[:, present], average="macro"))
 
 
 # --------------------------------------------------------------------------------------------------------------

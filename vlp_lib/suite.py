@@ -4,6 +4,10 @@ Per classification task (ProtoCLIP IV-C): zero-shot top-1/top-5 with prompt ense
 (L-BFGS logistic regression on unnormalised features), k-NN (k = 20, DINO weighting), clustering
 ARI/AMI (Table XII); on the retrieval set (MS-COCO stand-in): recall@1/5/10 both ways and their
 mean (Table VIII), and the modality gap. Metric keys are ``<task>/<metric>``.
+
+An image-only model (no ``encode_text``: ``eval.has_text_tower``) gets the probes only (linear, k-NN,
+clustering): the zero-shot and retrieval keys are absent from its metrics, and ``chance_levels`` with
+``text_tower=False`` gives the matching keys.
 """
 
 from __future__ import annotations
@@ -18,33 +22,56 @@ from .eval import (
     clustering_scores,
     encode_images,
     encode_texts,
+    has_text_tower,
     knn_accuracy,
     linear_probe,
     modality_gap,
+    per_class_accuracy,
     retrieval_recall,
     zero_shot_accuracy,
 )
 
 VALIDATION_TASKS = ("shapes10", "shapes_colours", "clutter10")
+# metrics averaged over VALIDATION_TASKS into ``avg3/<metric>`` (ImageNet top-1 / top-5 and linear-probe stand-ins)
+AVG3_METRICS = ("zeroshot_top1", "zeroshot_top5", "linear", "knn")
+
+
+def _text_tower(model: Any, tokenizer: Any, text_tower: bool | None) -> bool:
+    """Whether to run the text-side metrics: ``text_tower`` if given (``True`` needs ``model.encode_text``
+    and a tokenizer), else whether ``model`` has a text tower. ``ValueError`` before any compute."""
+    if text_tower is None:
+        text_tower = has_text_tower(model)
+    elif text_tower and not has_text_tower(model):
+        raise ValueError("text_tower=True but model has no encode_text")
+    if text_tower and tokenizer is None:
+        raise ValueError("tokenizer is None but the model's text tower is evaluated (zero-shot, retrieval); "
+                         "pass text_tower=False for probes only")
+    return bool(text_tower)
 
 
 def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str, n_train: int, n_test: int,
-                  seed: int = 0) -> dict[str, float]:
+                  seed: int = 0, text_tower: bool | None = None) -> dict[str, float]:
+    """Metrics of one classification task: ``zeroshot_top1``, ``zeroshot_top5`` (with a text tower only),
+    ``linear``, ``knn``, ``ari``, ``ami``. ``text_tower=None`` detects it (``eval.has_text_tower``); ``False``
+    skips zero-shot for any model (then ``tokenizer`` may be ``None``)."""
+    text_tower = _text_tower(model, tokenizer, text_tower)
     train = task_lib.load_task(name, "train", n=n_train, scale=scale)
     test = task_lib.load_task(name, "test", n=n_test, scale=scale)
-    zs = zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates)
+    out: dict[str, float] = {}
+    if text_tower:
+        zs = zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates)
+        out.update(zeroshot_top1=zs["top1"], zeroshot_top5=zs["top5"])
     f_train = encode_images(model, train.images)
     f_test = encode_images(model, test.images)
     probe = linear_probe(f_train, train.labels, f_test, test.labels, seed=seed)
     clusters = clustering_scores(f_test, test.labels, seed=seed)
-    return {
-        "zeroshot_top1": zs["top1"],
-        "zeroshot_top5": zs["top5"],
-        "linear": probe["accuracy"],
-        "knn": knn_accuracy(f_train, train.labels, f_test, test.labels),
-        "ari": clusters["ari"],
-        "ami": clusters["ami"],
-    }
+    out.update(
+        linear=probe["accuracy"],
+        knn=knn_accuracy(f_train, train.labels, f_test, test.labels),
+        ari=clusters["ari"],
+        ami=clusters["ami"],
+    )
+    return out
 
 
 def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_images: int) -> dict[str, float]:
@@ -56,19 +83,32 @@ def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_ima
     return out
 
 
-def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any]) -> dict[str, float]:
+def _add_avg3(metrics: dict[str, float], eval_tasks: Any) -> None:
+    """``avg3/<metric>`` for each of ``AVG3_METRICS`` that all three ``VALIDATION_TASKS`` have."""
+    if all(t in eval_tasks for t in VALIDATION_TASKS):
+        for key in AVG3_METRICS:
+            if all(f"{t}/{key}" in metrics for t in VALIDATION_TASKS):
+                metrics[f"avg3/{key}"] = float(np.mean([metrics[f"{t}/{key}"] for t in VALIDATION_TASKS]))
+
+
+def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any],
+                   text_tower: bool | None = None) -> dict[str, float]:
     """Every metric for ``config['eval_tasks']`` plus retrieval; ``avg3/<metric>`` averages the three
-    tasks standing in for CIFAR-10, CIFAR-100 and STL-10 (ProtoCLIP IV-D reports that average)."""
+    tasks standing in for CIFAR-10, CIFAR-100 and STL-10 (ProtoCLIP IV-D reports that average) for
+    zero-shot top-1 and top-5 (the ImageNet top-1 / top-5 stand-ins), linear probe and k-NN.
+
+    An image-only model (``text_tower=False``, or ``None`` and no ``model.encode_text``) gets the probes only:
+    no ``*/zeroshot_*`` and no ``retrieval/*`` keys; ``tokenizer`` may then be ``None``."""
+    text_tower = _text_tower(model, tokenizer, text_tower)
     metrics: dict[str, float] = {}
     for name in config["eval_tasks"]:
         for key, value in evaluate_task(model, tokenizer, name, config["scale"], config["task_train"],
-                                        config["task_test"], seed=config["seed"]).items():
+                                        config["task_test"], seed=config["seed"], text_tower=text_tower).items():
             metrics[f"{name}/{key}"] = float(value)
-    for key, value in evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"]).items():
-        metrics[f"retrieval/{key}"] = float(value)
-    if all(t in config["eval_tasks"] for t in VALIDATION_TASKS):
-        for key in ("zeroshot_top1", "linear", "knn"):
-            metrics[f"avg3/{key}"] = float(np.mean([metrics[f"{t}/{key}"] for t in VALIDATION_TASKS]))
+    if text_tower:
+        for key, value in evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"]).items():
+            metrics[f"retrieval/{key}"] = float(value)
+    _add_avg3(metrics, config["eval_tasks"])
     return metrics
 
 
@@ -81,21 +121,29 @@ def zero_shot_predictions(model: torch.nn.Module, tokenizer: Any, task: Any) -> 
     return (feats @ weights).argmax(dim=1).numpy()
 
 
-def chance_levels(config: dict[str, Any]) -> dict[str, float]:
+def zero_shot_per_class(model: torch.nn.Module, tokenizer: Any, task: Any) -> dict[str, float]:
+    """Zero-shot top-1 accuracy on each class of ``task`` (a ``tasks.Task``), keyed by class name, for the
+    classes that have test images (per-concept results; ``eval.per_class_accuracy``)."""
+    accuracy = per_class_accuracy(zero_shot_predictions(model, tokenizer, task), task.labels)
+    return {task.classnames[c]: value for c, value in accuracy.items()}
+
+
+def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, float]:
     """What a random guesser scores on each metric of ``evaluate_suite`` (same keys): 1/C for top-1,
     linear and k-NN, min(5, C)/C for top-5, 0 for ARI/AMI (adjusted for chance by construction), and
-    the exact expectation of a random ranking for retrieval."""
+    the exact expectation of a random ranking for retrieval. ``text_tower=False``: the keys of an image-only
+    model (no zero-shot, no retrieval)."""
     from .eval import chance_level, retrieval_chance
 
     out: dict[str, float] = {}
     for name in config["eval_tasks"]:
         labels = task_lib.load_task(name, "test", n=config["task_test"], scale=config["scale"]).labels
         top1 = chance_level(labels, k=1)
-        out.update({f"{name}/zeroshot_top1": top1, f"{name}/zeroshot_top5": chance_level(labels, k=5),
-                    f"{name}/linear": top1, f"{name}/knn": top1, f"{name}/ari": 0.0, f"{name}/ami": 0.0})
-    for key, value in retrieval_chance(config["retrieval_images"]).items():
-        out[f"retrieval/{key}"] = value
-    if all(t in config["eval_tasks"] for t in VALIDATION_TASKS):
-        for key in ("zeroshot_top1", "linear", "knn"):
-            out[f"avg3/{key}"] = float(np.mean([out[f"{t}/{key}"] for t in VALIDATION_TASKS]))
+        if text_tower:
+            out.update({f"{name}/zeroshot_top1": top1, f"{name}/zeroshot_top5": chance_level(labels, k=5)})
+        out.update({f"{name}/linear": top1, f"{name}/knn": top1, f"{name}/ari": 0.0, f"{name}/ami": 0.0})
+    if text_tower:
+        for key, value in retrieval_chance(config["retrieval_images"]).items():
+            out[f"retrieval/{key}"] = value
+    _add_avg3(out, config["eval_tasks"])
     return out
