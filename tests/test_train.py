@@ -139,3 +139,184 @@ def test_methods_factory():
     assert isinstance(create_method("clip"), CLIP)
     with pytest.raises(ValueError, match="method"):
         create_method("protoclop")
+
+
+# --------------------------------------------------------------------------------------------------
+# side data, named views and samplers: what methods other than CLIP/ProtoCLIP read from a batch
+
+
+def _with_extras(data):
+    n = len(data)
+    data.extra.update({
+        "teacher_image": torch.arange(n * 3, dtype=torch.float32).view(n, 3),
+        "summaries": [f"summary {i}" for i in range(n)],
+        "labels": {"shape": np.arange(n) % 5, "colour": np.arange(n) % 3},
+    })
+    return data
+
+
+class _Recorder(CLIP):
+    """CLIP's loss, recording what the batch offers (side data, views) on the first steps."""
+
+    required_extras = ("teacher_image", "summaries", "labels")
+    views = ("local",)
+
+    def __init__(self, read: bool = True):
+        super().__init__()
+        self.read = read
+        self.seen = []
+
+    def loss(self, model, batch):
+        if self.read:
+            self.seen.append({
+                "indices": batch.indices.copy(), "text_indices": batch.text_indices.copy(), "source": batch.source,
+                "teacher_image": batch.side("teacher_image"), "summaries": batch.extra["summaries"],
+                "labels": batch.side("labels"), "local": batch.view("local"), "local_again": batch.view("local"),
+                "off": batch.view("off"), "images": batch.images, "texts": batch.texts,
+                "cached": sorted(k[1] for k in batch._cache),
+            })
+        return super().loss(model, batch)
+
+
+def test_side_data_gathered_by_the_batch_indices(synthetic_pairs):
+    data, config, model = _setup(synthetic_pairs, epochs=1, batch_size=32)
+    data = _with_extras(data)
+    method = _Recorder()
+    train(model, method, data, config)
+    for s in method.seen:
+        idx = s["indices"]
+        assert torch.equal(s["teacher_image"], data.extra["teacher_image"][torch.as_tensor(idx)])
+        assert s["summaries"] == [f"summary {i}" for i in idx]
+        assert np.array_equal(s["labels"]["shape"], idx % 5) and np.array_equal(s["labels"]["colour"], idx % 3)
+        assert np.array_equal(s["text_indices"], idx) and (s["source"] == "data").all()
+
+
+def test_side_data_is_gathered_only_when_read(synthetic_pairs):
+    data, config, model = _setup(synthetic_pairs, epochs=1, batch_size=32)
+    data = _with_extras(data)
+
+    class ReadsOne(_Recorder):
+        def loss(self, model, batch):
+            batch.side("summaries")
+            self.seen.append(sorted(k[1] for k in batch._cache))
+            return CLIP.loss(self, model, batch)
+
+    method = ReadsOne()
+    train(model, method, data, config)
+    assert method.seen and all(keys == ["summaries"] for keys in method.seen)
+
+
+def test_views_are_seeded_apart_and_built_from_the_raw_images(synthetic_pairs):
+    data, config, model = _setup(synthetic_pairs, epochs=1, batch_size=32)
+    data = _with_extras(data)
+    first = _Recorder()
+    train(model, first, data, config)
+    data2, config2, model2 = _setup(synthetic_pairs, epochs=1, batch_size=32)
+    second = _Recorder()
+    train(model2, second, _with_extras(data2), config2)
+    from vlp_lib.data.transforms import to_model_input
+
+    for a, b in zip(first.seen, second.seen):
+        assert torch.equal(a["local"], b["local"])  # deterministic from (seed, episode, step, name)
+        assert a["local"] is a["local_again"]  # built once per batch
+        assert a["local"].shape == a["images"].shape and not torch.equal(a["local"], a["images"])
+        assert torch.equal(a["off"], to_model_input(data.images[a["indices"]]))
+    assert not torch.equal(first.seen[0]["local"], first.seen[1]["local"])  # a new draw every step
+
+
+def test_reading_views_and_side_data_changes_no_number_of_the_run(synthetic_pairs):
+    """The invariant: asking for views and side data draws nothing from the run's own streams."""
+    histories = []
+    for read in (False, True):
+        data, config, model = _setup(synthetic_pairs, seed=3, epochs=1, batch_size=32, augmentation="protoclip")
+        histories.append(train(model, _Recorder(read=read), _with_extras(data), config).history)
+    assert histories[0] == histories[1]
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [({}, "teacher_image"), ({"teacher_image": np.zeros((5, 3))}, "teacher_image"),
+     ({"teacher_image": 3.0}, "teacher_image")],
+)
+def test_missing_side_data_refused_before_compute(synthetic_pairs, extra, match):
+    data, config, model = _setup(synthetic_pairs)
+    data.extra.update(extra)
+
+    class Needs(CLIP):
+        required_extras = ("teacher_image",)
+
+        def on_episode_start(self, model, episode):
+            raise AssertionError("computed before refusing")
+
+    with pytest.raises(ValueError, match=f"required_extras.*{match}"):
+        train(model, Needs(), data, config)
+
+
+def test_unknown_view_refused_before_compute(synthetic_pairs):
+    data, config, model = _setup(synthetic_pairs)
+
+    class Wants(CLIP):
+        views = ("pyramid",)
+
+    with pytest.raises(ValueError, match="views"):
+        train(model, Wants(), data, config)
+
+
+def test_batch_view_and_side_refuse_bad_names(synthetic_pairs):
+    from vlp_lib.methods import Batch
+
+    data, _, _ = synthetic_pairs
+    idx = np.arange(4)
+    batch = Batch(torch.zeros(4, 3, 32, 32), data.tokens[idx], idx, idx, 0, 1, data=data,
+                  view_fn=lambda name, draw: torch.zeros(4, 3, 32, 32))
+    with pytest.raises(ValueError, match="view"):
+        batch.view("pyramid")
+    with pytest.raises(ValueError, match="boxes"):
+        batch.side("boxes")
+    with pytest.raises(ValueError, match="of"):
+        batch.side("boxes", of="caption")
+    assert "boxes" not in batch.extra and len(batch.extra) == 0
+
+
+def test_default_sampler_is_the_historical_order(synthetic_pairs):
+    from vlp_lib.data.sampler import EpisodeSampler
+
+    histories = []
+    for sampler in (None, EpisodeSampler(paired=True)):
+        data, config, model = _setup(synthetic_pairs, seed=2, epochs=1, batch_size=32)
+        result = train(model, CLIP(), data, config, sampler=sampler)
+        histories.append(result.history)
+        assert result.extra["samples_seen"] == {"data": len(result.history) * config.batch_size}
+    assert histories[0] == histories[1]
+
+
+def test_unpaired_sampler_feeds_texts_in_their_own_order(synthetic_pairs):
+    from vlp_lib.data.sampler import EpisodeSampler
+
+    data, config, model = _setup(synthetic_pairs, epochs=1, batch_size=32)
+    method = _Recorder()
+    method.required_extras = ("teacher_text",)
+    data.extra["teacher_text"] = np.arange(len(data)) * 10
+    paired = _Recorder()
+    train(model, method, _with_extras(data), config, sampler=EpisodeSampler(paired=False))
+    data2, config2, model2 = _setup(synthetic_pairs, epochs=1, batch_size=32)
+    train(model2, paired, _with_extras(data2), config2)
+    for s, p in zip(method.seen, paired.seen):
+        assert np.array_equal(s["indices"], p["indices"])  # the images of the paired run
+        assert not np.array_equal(s["text_indices"], s["indices"])
+        assert torch.equal(s["texts"], data.tokens[s["text_indices"]])
+
+
+def test_mixed_sampler_batches_and_accounting(synthetic_pairs):
+    from vlp_lib.data.sampler import MixedSampler
+
+    data, config, model = _setup(synthetic_pairs, epochs=1)
+    pools = {"class": np.arange(0, 16), "paired": np.arange(16, 64)}
+    method = _Recorder()
+    method.required_extras = ()
+    result = train(model, method, _with_extras(data), config, sampler=MixedSampler(pools, ratio=0.25))
+    for s in method.seen:
+        assert list(s["source"]) == ["class"] * 4 + ["paired"] * 12  # round(0.25 * 16) rows, then the rest
+        assert (s["indices"][:4] < 16).all() and (s["indices"][4:] >= 16).all()
+    steps = len(result.history)
+    assert result.extra["samples_seen"] == {"class": 4 * steps, "paired": 12 * steps}

@@ -88,3 +88,20 @@ def test_from_model_input_inverts_to_model_input():
     from vlp_lib.data.transforms import from_model_input
 
     assert (from_model_input(to_model_input(images)) == images).all()
+
+
+def test_local_view_is_a_half_to_full_crop_without_flip_or_colour():
+    """PyramidCLIP's local view L (Section 3.2): RandomResizedCrop scale (0.5, 1), ratio (3/4, 4/3), nothing else."""
+    x = to_model_input((_images(256) * 255).to(torch.uint8).permute(0, 2, 3, 1))
+    y, params = augment(x, "local", generator=torch.Generator().manual_seed(0), return_params=True)
+    w, h = params["theta"][:, 0, 0], params["theta"][:, 1, 1]
+    area = w * h
+    assert (w > 0).all() and not params["flip"].any()
+    assert area.min() >= 0.5 - 1e-6 and area.max() <= 1.0 + 1e-6 and area.min() < 0.6  # the whole range is used
+    unclamped = (w < 1) & (h < 1)
+    ratio = w[unclamped] / h[unclamped]
+    assert ratio.min() >= 3 / 4 - 1e-5 and ratio.max() <= 4 / 3 + 1e-5
+    assert not (params["jitter"].any() or params["gray"].any() or params["blur"].any())
+    _, global_params = augment(x, "none", generator=torch.Generator().manual_seed(0), return_params=True)
+    global_area = global_params["theta"][:, 0, 0] * global_params["theta"][:, 1, 1]
+    assert global_area.mean() > area.mean() + 0.15  # G keeps more of the image than L

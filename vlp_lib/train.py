@@ -3,23 +3,29 @@
     for episode in episodes:                 # ProtoCLIP III-D; for CLIP an episode is an epoch
         method.on_episode_start(...)         # optional: features, K-Means, PBT (timed)
         for batch in episode:
-            loss = method.loss(model, batch) # under autocast when precision is bf16
+            loss = method.loss(model, batch) # under autocast when precision is bf16; the method may ask
+                                             # for side data (batch.side) and named views (batch.view)
             backward, clip gradients, AdamW step, warm-up + cosine learning rate
                                              # (the image tower's ends early with locked-image tuning)
             method.after_step(model)         # clamp learnable temperatures at 100
         checkpoint                           # atomic; a restarted run resumes after the last episode
 
 The seed fixes everything: the model's initialisation (``create_model``), each episode's data order
-(``rng(seed, episode)``) and augmentation (a torch generator seeded with ``(seed, episode)``), so a
-resumed run continues exactly where the interrupted one would have gone.
+(``rng(seed, episode)``, by default ``episode_indices``; another ``vlp_lib.data.sampler`` can pair texts in an
+independent order or mix sources) and augmentation (a torch generator seeded with ``(seed, episode)``), so a
+resumed run continues exactly where the interrupted one would have gone. A method's extra image views
+(``Batch.view``) come from generators of their own (``view_generator``), and its side data (``Batch.side``)
+is gathered only when read: neither moves the streams above.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import time
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ from tqdm import tqdm  # the text bar: works in terminals, papermill and Jupyter
 
 from .config import check_positive_int
 from .data.paired import PairedData
+from .data.sampler import EpisodeSampler, Sampler, episode_indices  # noqa: F401 (episode_indices: re-exported)
 from .data.transforms import AUGMENTATIONS, augment, to_model_input
 from .methods.base import Batch, Episode, Method
 from .models import model_image_size
@@ -137,10 +144,11 @@ def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-def episode_indices(seed: int, episode: int, n_data: int, episode_size: int) -> np.ndarray:
-    """Episode ``episode``'s data indices: ``episode_size`` draws without replacement (III-D)."""
-    rng = np.random.default_rng([seed, episode, 0xE915])
-    return rng.permutation(n_data)[:episode_size]
+def view_generator(seed: int, episode: int, step: int, name: str, draw: int = 0) -> torch.Generator:
+    """The generator of view ``name`` (draw ``draw``) at ``step``: seeded from all five, apart from the episode's
+    augmentation generator, so that asking for a view changes no other random number of the run."""
+    entropy = np.random.SeedSequence([seed, episode, step, zlib.crc32(name.encode()), draw, 0x71E3])
+    return torch.Generator().manual_seed(int(entropy.generate_state(1, np.uint64)[0]))
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
@@ -156,12 +164,17 @@ def train(
     data: PairedData,
     config: TrainConfig,
     checkpoint_path: Path | None = None,
+    sampler: Sampler | None = None,
 ) -> TrainResult:
     """Train ``model`` with ``method`` on ``data``. With ``checkpoint_path`` a checkpoint is written after
     every episode and an existing one is resumed from (same config assumed: the caller keys the path by
-    the run's config hash)."""
+    the run's config hash, and a sampler other than the default must be part of it). ``sampler`` orders each
+    episode (``vlp_lib.data.sampler``; default ``EpisodeSampler()``, the paired order of ``episode_indices``)."""
     n = len(data)
     config.validate(n)
+    sampler = EpisodeSampler() if sampler is None else sampler
+    sampler.check(n, config.episode_length(n), config.batch_size)
+    method.check_data(data)
     n_episodes = config.n_episodes(n)
     steps_per_episode = config.steps_per_episode(n)
     total_steps = n_episodes * steps_per_episode
@@ -176,6 +189,7 @@ def train(
     )
     history: list[dict[str, float]] = []
     timings: dict[str, float] = {}
+    samples_seen: dict[str, int] = {}  # per source, over every episode trained (the sampler's accounting)
     start_episode = 0
     if checkpoint_path is not None and Path(checkpoint_path).exists():
         state = torch.load(checkpoint_path, map_location=device, weights_only=False)
@@ -183,9 +197,15 @@ def train(
         method.load_state_dict(state["method"])
         optimizer.load_state_dict(state["optimizer"])
         history, timings, start_episode = state["history"], state["timings"], state["episode"] + 1
+        samples_seen = state.get("samples_seen", {})
 
     def autocast() -> contextlib.AbstractContextManager:
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16")
+
+    def load_view(idx: np.ndarray, ep: int, step: int, name: str, draw: int) -> torch.Tensor:
+        """``Batch.view``: augmentation ``name`` of the raw images ``idx``, from a generator of its own."""
+        x = to_model_input(data.images[idx], image_size).to(device, non_blocking=True)
+        return augment(x, name, generator=view_generator(config.seed, ep, step, name, draw))
 
     bar = tqdm(
         total=total_steps,
@@ -196,7 +216,8 @@ def train(
     )
     t_train = 0.0  # this call's training time (timings accumulate across resumes)
     for ep in range(start_episode, n_episodes):
-        indices = episode_indices(config.seed, ep, n, config.episode_length(n))
+        plan = sampler.plan(config.seed, ep, n, config.episode_length(n), config.batch_size)
+        indices = plan.images
         gen = torch.Generator().manual_seed(config.seed * 1_000_003 + ep)
 
         def load_images(idx: np.ndarray, augmented: bool) -> torch.Tensor:
@@ -204,7 +225,8 @@ def train(
             return augment(x, config.augmentation, generator=gen) if augmented else x
 
         episode = Episode(ep, indices, data, config.batch_size, load_images, autocast,
-                          image_locked=lock_step is not None and ep * steps_per_episode >= lock_step)
+                          image_locked=lock_step is not None and ep * steps_per_episode >= lock_step,
+                          text_indices=plan.texts)
         t0 = time.perf_counter()
         method.on_episode_start(model, episode)
         _add(timings, "episode_start", time.perf_counter() - t0)
@@ -218,13 +240,14 @@ def train(
         for b in range(steps_per_episode):
             step = ep * steps_per_episode + b
             positions = np.arange(b * config.batch_size, (b + 1) * config.batch_size)
-            idx = indices[positions]
+            idx, text_idx = indices[positions], plan.texts[positions]
             factor = lr_factor(step, total_steps, config.warmup_steps)
             image_factor = factor if lock_step is None else lr_factor(step, lock_step, config.warmup_steps)
             locked = lock_step is not None and step >= lock_step
             t1 = time.perf_counter()
-            batch = Batch(load_images(idx, True), data.tokens[idx].to(device), idx, positions, step, total_steps,
-                          image_locked=locked)
+            batch = Batch(load_images(idx, True), data.tokens[text_idx].to(device), idx, positions, step, total_steps,
+                          image_locked=locked, text_indices=text_idx, source=plan.names(positions), data=data,
+                          view_fn=functools.partial(load_view, idx, ep, step))
             t_data += time.perf_counter() - t1
             for group in optimizer.param_groups:
                 if group["image_tower"]:
@@ -250,11 +273,14 @@ def train(
         t_train += time.perf_counter() - t0
         _add(timings, "training", time.perf_counter() - t0)
         _add(timings, "data_loading", t_data)
+        for source, count in plan.seen(steps_per_episode * config.batch_size).items():
+            samples_seen[source] = samples_seen.get(source, 0) + count
         if checkpoint_path is not None:
             t0 = time.perf_counter()
             _atomic_save(
                 {"model": model.state_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
-                 "history": history, "timings": timings, "episode": ep, "config": asdict(config)},
+                 "history": history, "timings": timings, "episode": ep, "config": asdict(config),
+                 "samples_seen": samples_seen},
                 Path(checkpoint_path),
             )
             _add(timings, "checkpoint", time.perf_counter() - t0)
@@ -267,6 +293,7 @@ def train(
         timings=timings,
         samples_per_s=samples / t_train if samples else 0.0,
         resumed_from_episode=start_episode,
+        extra={"samples_seen": samples_seen},
     )
 
 
