@@ -202,3 +202,18 @@ def test_zero_shot_per_class(clip_and_tokenizer):
     weighted = sum(per_class[task.classnames[c]] * counts[c] for c in present) / len(task.labels)
     pred = suite.zero_shot_predictions(clip, tokenizer, task)
     assert weighted == pytest.approx(float((pred == task.labels).mean()))
+
+
+def test_zero_shot_from_precomputed_features_gives_the_same_numbers():
+    import torch
+
+    from vlp_lib.data import tasks as task_lib
+    from vlp_lib.data.tokenizer import world_tokenizer
+    from vlp_lib.eval import encode_images, zero_shot_accuracy
+    from vlp_lib.models import create_model
+
+    tokenizer = world_tokenizer(24)
+    model = create_model("rn-tiny", tokenizer.vocab_size, 24, image_size=32, seed=0)
+    task = task_lib.load_task("shapes10", "test", n=60, scale="smoke")
+    args = (model, tokenizer, task.images, task.labels, task.classnames, task.templates)
+    assert zero_shot_accuracy(*args) == zero_shot_accuracy(*args, image_features=encode_images(model, task.images))

@@ -83,3 +83,26 @@ def test_format_test():
     raw = report.format_test(report.paired_test([0.05, 0.06, 0.07]), percent=False)
     assert raw["book_value"] == "+0.060" and raw["interval"].startswith("[+0.035")
     assert report.format_test(None) == {"book_value": "", "interval": "", "mde": "", "seeds_needed": ""}
+
+
+def test_equivalence_rule_needs_the_interval_inside_the_margin():
+    assert report.equivalence_test([0.001, -0.002, 0.0005, 0.001], margin=0.01) == "reproduced"
+    assert report.equivalence_test([0.05, 0.06, 0.055], margin=0.01) == "opposite"
+    assert report.equivalence_test([0.02, -0.03, 0.01], margin=0.01) == "inconclusive"
+    assert report.equivalence_test([0.0], margin=0.01) == "inconclusive"
+    with pytest.raises(ValueError, match="margin"):
+        report.equivalence_test([0.0, 0.1], margin=0)
+
+
+def test_sweep_rule_wants_the_best_near_the_papers_and_beating_the_end_point():
+    def recs(values):
+        return [{"config": {"seed": s}, "metrics": {"m": v}} for s, v in enumerate(values)]
+
+    sweep = {0.0: recs([0.40, 0.41, 0.40]), 0.1: recs([0.45, 0.45, 0.46]), 0.2: recs([0.47, 0.48, 0.47]),
+             0.4: recs([0.44, 0.45, 0.44])}
+    assert report.sweep_test(sweep, "m", paper_best=0.2, endpoint=0.0) == "reproduced"
+    assert report.sweep_test(sweep, "m", paper_best=0.1, endpoint=0.0) == "reproduced"  # a neighbour is best
+    flat = {k: recs([0.40, 0.41, 0.40]) for k in sweep}
+    assert report.sweep_test(flat, "m", paper_best=0.2, endpoint=0.0) == "opposite"  # best is the end point
+    with pytest.raises(ValueError, match="paper_best"):
+        report.sweep_test(sweep, "m", paper_best=0.3, endpoint=0.0)

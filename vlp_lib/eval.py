@@ -229,18 +229,25 @@ def zero_shot_accuracy(
     templates: Sequence[str | Callable[[str], str]],
     batch_size: int = 256,
     device: str | torch.device | None = None,
+    image_features: torch.Tensor | None = None,
 ) -> dict[str, float]:
     """Zero-shot ``top1`` / ``top5`` accuracy (fractions) of uint8 images ``[N, H, W, 3]`` with ``labels``.
 
     Normalised image features against the prompt-ensemble classifier (ProtoCLIP Sec. IV-C.1: "L2-normalized
     representations"); top-5 is top-``min(5, C)`` so that it is defined for tasks with fewer than 5 classes.
+    ``image_features``: the images' unnormalised features from ``encode_images`` when the caller has them
+    already (the suite encodes each test split once for zero-shot and the probes); same numbers either way.
     """
     y = _labels(labels, "labels")
     _check_len(len(images), len(y), "labels", "images")
     if y.size and (y.min() < 0 or y.max() >= len(classnames)):
         raise ValueError(f"labels must lie in [0, {len(classnames)}), got range [{y.min()}, {y.max()}]")
     weights = zero_shot_classifier(model, tokenizer, classnames, templates, device=device)
-    feats = encode_images(model, images, batch_size=batch_size, device=device, normalize=True)
+    if image_features is None:
+        feats = encode_images(model, images, batch_size=batch_size, device=device, normalize=True)
+    else:
+        _check_len(len(image_features), len(y), "labels", "image_features")
+        feats = F.normalize(image_features.float(), dim=-1)
     logits = feats @ weights
     return _topk_accuracy(logits, torch.as_tensor(y), ks=(1, 5))
 

@@ -22,8 +22,8 @@ from .data.csv_data import check_csv, load_csv
 from .data.paired import PairedData, from_world
 from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
-from .suite import evaluate_suite
-from .methods import check_method_name, create_method, method_class
+from .suite import PROBES, evaluate_suite
+from .methods import MethodContext, check_method_name, create_method, method_class
 from .models import DEFAULT_PRECISION, check_model_name, create_model
 from .paths import checkpoint_dir
 from .teachers import check_teacher, clip_text_features, minilm_features
@@ -71,8 +71,8 @@ def make_config(
         config["train_data"] = str(Path(config["train_data"]).resolve())
         config["train_size"] = n_train
     for name in config["eval_tasks"]:
-        if name not in task_lib.TASKS:
-            raise ValueError(f"eval_tasks: unknown task {name!r}; known: {sorted(task_lib.TASKS)}")
+        if name not in task_lib.TASKS and name not in PROBES:
+            raise ValueError(f"eval_tasks: unknown task {name!r}; known: {sorted(task_lib.TASKS) + list(PROBES)}")
     params.setdefault("precision", DEFAULT_PRECISION[config["model"]])
     train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
     train_cfg.validate(n_train)
@@ -106,25 +106,30 @@ def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     return data, tokenizer, model
 
 
-def method_arguments(config: dict[str, Any], data: PairedData, model: torch.nn.Module) -> dict[str, Any]:
-    """The method's constructor arguments: ``method_kwargs`` plus what only exists once data and model
-    do (the model's representation size, the external teacher's features of the training captions)."""
-    kwargs = dict(config["method_kwargs"])
-    teacher = check_teacher(kwargs.pop("external_teacher", "none"))
-    if config["method"] != "protoclip":
-        return kwargs
-    kwargs["embed_dim"] = int(model.text_projection.shape[1])
+def method_arguments(config: dict[str, Any], data: PairedData, model: torch.nn.Module,
+                     tokenizer: Any = None) -> dict[str, Any]:
+    """The method's constructor arguments: ``method_kwargs`` completed by the method itself
+    (``Method.arguments``) from the data, the model and, when it asks, an external teacher's features."""
+    tokenizer = tokenizer or world_tokenizer(config["context_length"])
+    context = MethodContext(config, data, model, tokenizer, lambda name: teacher_features(name, config, data))
+    return method_class(config["method"]).arguments(dict(config["method_kwargs"]), context)
+
+
+def teacher_features(name: str, config: dict[str, Any], data: PairedData) -> np.ndarray | None:
+    """An external teacher's (PCA-reduced) features of every training caption: ``"minilm"`` (the packaged
+    sentence encoder), ``"clip"`` (the text encoder of the CLIP baseline trained with the same scale, data and
+    seed, ProtoCLIP Fig. 6 (d)) or ``"none"`` (``None``)."""
+    teacher = check_teacher(name)
     if teacher == "minilm":
-        kwargs["external_features"] = minilm_features(data.captions)
-    elif teacher == "clip":
-        # the text encoder of the CLIP baseline trained with the same scale, data and seed (Fig. 6 (d))
+        return minilm_features(data.captions)
+    if teacher == "clip":
         clip_config = {**config, "method": "clip", "method_kwargs": {}, "episode_size": None,
                        "image_lock_fraction": 0.0}
         record = run(clip_config)
         clip_model, tokenizer = load_trained(record)
-        kwargs["external_features"] = clip_text_features(clip_model, tokenizer, data.captions,
-                                                         cache_key=record["config_hash"] + record["code_fingerprint"])
-    return kwargs
+        return clip_text_features(clip_model, tokenizer, data.captions,
+                                  cache_key=record["config_hash"] + record["code_fingerprint"])
+    return None
 
 
 def checkpoint_path(config: dict[str, Any]):
@@ -137,7 +142,7 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
     def compute() -> dict[str, Any]:
         t0 = time.perf_counter()
         data, tokenizer, model = build(config)
-        method = create_method(config["method"], **method_arguments(config, data, model))
+        method = create_method(config["method"], **method_arguments(config, data, model, tokenizer))
         t_setup = time.perf_counter() - t0
         result = train(model, method, data, train_config(config, progress), checkpoint_path(config))
         t0 = time.perf_counter()

@@ -26,12 +26,17 @@ from .eval import (
     knn_accuracy,
     linear_probe,
     modality_gap,
+    multilabel_map,
     per_class_accuracy,
     retrieval_recall,
     zero_shot_accuracy,
 )
 
 VALIDATION_TASKS = ("shapes10", "shapes_colours", "clutter10")
+# Frozen-feature probes of objects and their layout, named in ``eval_tasks`` like tasks (PyramidCLIP Table 7's
+# detection stand-in): "presence" -> ``presence/map`` (multi-label mAP over the 24 shapes of 1-3-object images),
+# "relation" -> ``relation/linear`` (4-way linear probe of the primary object's relation to the secondary one).
+PROBES = ("presence", "relation")
 # metrics averaged over VALIDATION_TASKS into ``avg3/<metric>`` (ImageNet top-1 / top-5 and linear-probe stand-ins)
 AVG3_METRICS = ("zeroshot_top1", "zeroshot_top5", "linear", "knn")
 
@@ -58,11 +63,12 @@ def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str,
     train = task_lib.load_task(name, "train", n=n_train, scale=scale)
     test = task_lib.load_task(name, "test", n=n_test, scale=scale)
     out: dict[str, float] = {}
-    if text_tower:
-        zs = zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates)
-        out.update(zeroshot_top1=zs["top1"], zeroshot_top5=zs["top5"])
     f_train = encode_images(model, train.images)
-    f_test = encode_images(model, test.images)
+    f_test = encode_images(model, test.images)  # once, for zero-shot and the probes
+    if text_tower:
+        zs = zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates,
+                                image_features=f_test)
+        out.update(zeroshot_top1=zs["top1"], zeroshot_top5=zs["top5"])
     probe = linear_probe(f_train, train.labels, f_test, test.labels, seed=seed)
     clusters = clustering_scores(f_test, test.labels, seed=seed)
     out.update(
@@ -72,6 +78,40 @@ def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str,
         ami=clusters["ami"],
     )
     return out
+
+
+def presence_map(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0) -> float:
+    """Multi-label presence probe: one-vs-rest logistic regressions (C = 1, standardised unnormalised features)
+    on the ``presence`` task's train split, mAP (``eval.multilabel_map``) of their scores on its test split."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    train = task_lib.load_multilabel_task("presence", "train", n=n_train, scale=scale)
+    test = task_lib.load_multilabel_task("presence", "test", n=n_test, scale=scale)
+    f_train, f_test = encode_images(model, train.images).numpy(), encode_images(model, test.images).numpy()
+    scaler = StandardScaler().fit(f_train)
+    probe = OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=1000, random_state=seed))
+    probe.fit(scaler.transform(f_train), train.targets)
+    return multilabel_map(probe.decision_function(scaler.transform(f_test)), test.targets)
+
+
+def relation_accuracy(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0) -> float:
+    """Linear-probe accuracy (``eval.linear_probe``) of the relation task (``tasks.load_relation_task``)."""
+    train = task_lib.load_relation_task("train", n=n_train, scale=scale)
+    test = task_lib.load_relation_task("test", n=n_test, scale=scale)
+    return linear_probe(encode_images(model, train.images), train.labels, encode_images(model, test.images),
+                        test.labels, seed=seed)["accuracy"]
+
+
+def evaluate_probe(model: torch.nn.Module, name: str, scale: str, n_train: int, n_test: int,
+                   seed: int = 0) -> dict[str, float]:
+    """The metrics of probe ``name`` (``PROBES``), keyed without the probe's prefix."""
+    if name == "presence":
+        return {"map": presence_map(model, scale, n_train, n_test, seed)}
+    if name == "relation":
+        return {"linear": relation_accuracy(model, scale, n_train, n_test, seed)}
+    raise ValueError(f"probe must be one of {PROBES}, got {name!r}")
 
 
 def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_images: int) -> dict[str, float]:
@@ -102,8 +142,13 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
     text_tower = _text_tower(model, tokenizer, text_tower)
     metrics: dict[str, float] = {}
     for name in config["eval_tasks"]:
-        for key, value in evaluate_task(model, tokenizer, name, config["scale"], config["task_train"],
-                                        config["task_test"], seed=config["seed"], text_tower=text_tower).items():
+        if name in PROBES:
+            values = evaluate_probe(model, name, config["scale"], config["task_train"], config["task_test"],
+                                    seed=config["seed"])
+        else:
+            values = evaluate_task(model, tokenizer, name, config["scale"], config["task_train"], config["task_test"],
+                                   seed=config["seed"], text_tower=text_tower)
+        for key, value in values.items():
             metrics[f"{name}/{key}"] = float(value)
     if text_tower:
         for key, value in evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"]).items():
@@ -137,6 +182,15 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
 
     out: dict[str, float] = {}
     for name in config["eval_tasks"]:
+        if name == "presence":  # a random scorer's AP of a class is its prevalence
+            targets = task_lib.load_multilabel_task(name, "test", n=config["task_test"], scale=config["scale"]).targets
+            present = targets.sum(0) > 0
+            out["presence/map"] = float(targets.mean(0)[present].mean())
+            continue
+        if name == "relation":
+            labels = task_lib.load_relation_task("test", n=config["task_test"], scale=config["scale"]).labels
+            out["relation/linear"] = chance_level(labels, k=1)
+            continue
         labels = task_lib.load_task(name, "test", n=config["task_test"], scale=config["scale"]).labels
         top1 = chance_level(labels, k=1)
         if text_tower:

@@ -4,7 +4,7 @@ rule for claims (``VERDICT_RULE``, ``paired_test``): 95% t intervals of per-seed
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -165,6 +165,48 @@ def paired_test(differences: Sequence[float], paper_effect: float | None = None,
         v = "inconclusive"
     return PairedTest(n, mean, std, low, high, v, minimum_detectable_effect(std, n, alpha, power),
                       seeds_to_decide(mean, std, paper_effect, alpha), paper_effect)
+
+
+EQUIVALENCE_RULE = (
+    "'No difference' claims (e.g. a distilled student matches its reference): with a margin m stated per claim, "
+    "reproduced when the 95% t interval of the per-seed differences lies inside (-m, m), opposite when it lies "
+    "entirely outside it, inconclusive otherwise (and with fewer than 2 seeds).")
+SWEEP_RULE = (
+    "'Best at X' claims on a sweep: reproduced when the grid point with the best seed-mean is the paper's best or "
+    "its neighbour and the per-seed difference best minus the named end point is reproduced (VERDICT_RULE); "
+    "opposite when that difference is opposite; inconclusive otherwise.")
+
+
+def equivalence_test(differences: Sequence[float], margin: float) -> str:
+    """``EQUIVALENCE_RULE``: "reproduced" / "opposite" / "inconclusive" for per-seed differences that a claim
+    says are within ``margin`` (> 0) of zero."""
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    t = paired_test(differences)
+    if t.n < 2:
+        return "inconclusive"
+    if -margin < t.low and t.high < margin:
+        return "reproduced"
+    if t.low >= margin or t.high <= -margin:
+        return "opposite"
+    return "inconclusive"
+
+
+def sweep_test(per_setting: dict[Any, Sequence[dict]], key: str, paper_best: Any, endpoint: Any) -> str:
+    """``SWEEP_RULE`` on a sweep's records ``{grid value: [record per seed]}`` (grid values in sweep order):
+    whether ``paper_best`` (or a neighbour) has the best seed-mean ``key`` and beats ``endpoint`` per seed."""
+    grid = list(per_setting)
+    for name, value in (("paper_best", paper_best), ("endpoint", endpoint)):
+        if value not in per_setting:
+            raise ValueError(f"{name} {value!r} is not a grid value of the sweep {grid}")
+    means = [float(np.mean(seed_values(per_setting[g], key))) for g in grid]
+    best = grid[int(np.argmax(means))]
+    near = abs(grid.index(best) - grid.index(paper_best)) <= 1
+    verdict = paired_test(record_differences(per_setting[best], per_setting[endpoint], key)).verdict \
+        if best != endpoint else "opposite"
+    if verdict == "opposite":
+        return "opposite"
+    return "reproduced" if near and verdict == "reproduced" else "inconclusive"
 
 
 def paired_interval(differences: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:

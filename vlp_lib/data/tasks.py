@@ -254,6 +254,27 @@ def load_multilabel_task(name: str, split: str, n: int | None = None, scale: str
     )
 
 
+# The relation task: two objects per image, label = relation of the primary object to the secondary one
+# (``World.relations``, from box centres), its own seeds. A probe of what frozen features know of object layout
+# (PyramidCLIP's cross-level relation terms, Table 7's detection stand-in); no zero-shot (captions name relations
+# only sometimes).
+RELATION_SEEDS = dict(train=TASK_SEED_BASE + 97_000, test=TASK_SEED_BASE + 97_001)
+RELATION_KNOBS = dict(min_objects=2, max_objects=2)
+
+
+def load_relation_task(split: str, n: int | None = None, scale: str = "laptop") -> Task:
+    """Split ``split`` of the relation task: 32 px images of two objects, labels indexing
+    ``world.RELATION_NAMES`` (left, right, above, below). ``ValueError`` naming a bad split, n or scale."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+    defaults = scale_defaults(scale)
+    n = check_positive_int("n", defaults[f"task_{split}"] if n is None else n)
+    w = world.generate(n, RELATION_SEEDS[split], 32, **RELATION_KNOBS)
+    return Task(name="relation", split=split, images=w.images, labels=w.relations,
+                classnames=list(world.RELATION_NAMES), templates=[], stands_in_for="object relations (no benchmark)",
+                description="relation of the primary to the secondary object, two objects per image")
+
+
 def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, scale: str = "laptop") -> RetrievalSet:
     """The MS-COCO stand-in: ``n_images`` (default ``retrieval_images`` of ``scale``) 32 px images with
     ``captions_per_image`` clean captions each, from distinct templates (different paraphrases of the

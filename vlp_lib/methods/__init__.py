@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Batch, Episode, Method
+from .base import Batch, Episode, Method, MethodContext
 from .clip import CLIP
 from .protoclip import ProtoCLIP
+from .pyramidclip import PyramidCLIP
 
-_METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP}
+_METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP, "pyramidclip": PyramidCLIP}
 
 
 def register_method(cls: type[Method]) -> type[Method]:
@@ -38,4 +39,4 @@ def create_method(name: str, **kwargs: Any) -> Method:
     return _METHODS[check_method_name(name)](**kwargs)
 
 
-__all__ = ["Batch", "Episode", "Method", "CLIP", "ProtoCLIP", "create_method", "available_methods", "register_method"]
+__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "ProtoCLIP", "PyramidCLIP", "create_method", "available_methods", "register_method"]

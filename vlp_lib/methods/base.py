@@ -125,6 +125,19 @@ class Batch:
         return self._cache[key]
 
 
+@dataclass
+class MethodContext:
+    """What a method may build its arguments from (``Method.arguments``): the run's config, its training pairs
+    (``data.extra`` may be extended with side data), the freshly initialised model, the tokenizer, and
+    ``teacher_features(name)``: an external teacher's (PCA-reduced) features of every training caption."""
+
+    config: dict[str, Any]
+    data: PairedData
+    model: nn.Module
+    tokenizer: Any
+    teacher_features: Callable[[str], Any]
+
+
 class Method(nn.Module):
     """Base class. Subclasses set ``name`` and implement ``loss``.
 
@@ -141,6 +154,13 @@ class Method(nn.Module):
         """``ValueError`` naming the parameter for invalid method arguments (called before any compute)."""
         if kwargs:
             raise ValueError(f"method_kwargs: {cls.name} takes no arguments, got {sorted(kwargs)}")
+
+    @classmethod
+    def arguments(cls, kwargs: dict[str, Any], context: "MethodContext") -> dict[str, Any]:
+        """The constructor arguments of a run from its ``method_kwargs`` and what exists only once data and model
+        do (``context``): a method that needs a teacher's features, the image tower or side data prepared from
+        the training pairs builds them here. The default passes ``kwargs`` unchanged."""
+        return dict(kwargs)
 
     def check_data(self, data: PairedData) -> None:
         """``ValueError`` naming what is missing when ``data`` lacks side data the method reads, or the method asks

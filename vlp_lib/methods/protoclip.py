@@ -34,7 +34,7 @@ from ..losses.proto import proto_loss
 from ..config import check_positive_int
 from ..models import clamp_logit_scale_
 from ..teachers import check_teacher
-from .base import Batch, Episode, Method
+from .base import Batch, Episode, Method, MethodContext
 
 
 def projection_head(in_dim: int, hidden: int, out: int) -> nn.Sequential:
@@ -100,6 +100,17 @@ class ProtoCLIP(Method):
     ARGUMENTS = ("head_hidden", "head_dim", "k", "images_per_prototype", "target_temperature", "use_pbt",
                  "clip_weight", "proto_weight", "external_teacher", "warmup_episodes", "kmeans_iters", "kmeans_init",
                  "extract_batch_size")
+
+    @classmethod
+    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+        """``kwargs`` plus the model's representation size and, for ``external_teacher``, the teacher's features
+        of the training captions (Eq. 8: MiniLM standing in for RoBERTa, or the CLIP baseline's text encoder)."""
+        kwargs = dict(kwargs)
+        teacher = check_teacher(kwargs.pop("external_teacher", "none"))
+        kwargs["embed_dim"] = int(context.model.text_projection.shape[1])
+        if teacher != "none":
+            kwargs["external_features"] = context.teacher_features(teacher)
+        return kwargs
 
     @classmethod
     def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:

@@ -1,0 +1,258 @@
+"""The runs behind the PyramidCLIP chapter (Tables 2-7 of Gao et al., arXiv v1) and its claims, as data.
+
+Setting (scaled down): the laptop world has 10,240 pairs and the unit of training E is 3 epochs (240 steps of
+128 pairs), with the learning-rate warm-up 10% of a row's steps (§4.2) and cosine decay to the end. Every row is
+trained with the same seeds on the same pairs in the same order; the two worlds are the default "web" world
+(mismatched, omitted and junk captions: the YFCC15M-V1 stand-in) and a "clean" world (no mismatch or junk, fewer
+omissions: the CLIP-filtered LAION15M stand-in). Stand-ins, named as such in the chapter: the extractive summariser
+for T5 (``vlp_lib.data.summaries``), the world's crop CNN for VinVL (``vlp_lib.detector``), frozen-feature probes
+(multi-label presence mAP, relation probe) for VOC detection fine-tuning.
+
+Table 6 is cumulative: each row adds one term to the one before, with equal weights over the terms present (the
+paper gives only the full weights of Eq. 6, all 0.25), without softening until its last row (alpha = 0.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ... import experiment, runs
+from ...book.report import SCORECARD_COLUMNS, format_test, paired_test, record_differences
+from ...config import as_list, scale_defaults
+from ...suite import VALIDATION_TASKS
+from . import paper
+
+CHAPTER_SCALES: dict[str, dict[str, Any]] = {
+    "smoke": dict(train_size=128, unit_epochs=1, batch_size=32, task_train=100, task_test=50, retrieval_images=30,
+                  seeds=(0, 1), lr=1e-3, warmup_fraction=0.1, detector_images=60),
+    "laptop": dict(train_size=10_240, unit_epochs=3, batch_size=128, task_train=2_000, task_test=1_000,
+                   retrieval_images=500, seeds=(0, 1, 2), lr=2e-3, warmup_fraction=0.1, detector_images=None),
+    "paper": dict(train_size=2_500_000, unit_epochs=8, batch_size=4_096, task_train=50_000, task_test=10_000,
+                  retrieval_images=5_000, seeds=(0, 1, 2), lr=5e-4, warmup_fraction=0.1, detector_images=None),
+}
+# the YFCC15M-V1 stand-in (the world's default knobs) and the LAION15M stand-in (cleaner captions)
+WORLDS: dict[str, dict[str, Any]] = {"web": {}, "clean": dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.25)}
+EVAL_TASKS = [*VALIDATION_TASKS, "presence", "relation"]
+ALPHA = paper.NUMBERS["alpha"]
+FULL = {"weights": {"gs": 0.25, "lt": 0.25, "rs": 0.25, "rt": 0.25}, "alpha": ALPHA}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One trained setting: a method with its arguments, the world it trains on and its length in units of E.
+    Rows that train the same thing are equal whatever their labels, so a dict keyed by rows holds each run once."""
+
+    label: str = field(compare=False)
+    method: str
+    method_kwargs: tuple[tuple[str, Any], ...] = ()
+    world: str = "web"
+    units: float = 1.0
+
+    @staticmethod
+    def of(label: str, method: str, kwargs: dict[str, Any] | None = None, world: str = "web",
+           units: float = 1.0) -> "Row":
+        frozen = tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                              for k, v in (kwargs or {}).items()))
+        return Row(label, method, frozen, world, units)
+
+    def kwargs(self) -> dict[str, Any]:
+        return {k: dict(v) if k == "weights" else v for k, v in self.method_kwargs}
+
+
+def _pyramid(label: str, weights: dict[str, float], alpha: float = 0.0, **kwargs: Any) -> Row:
+    return Row.of(label, "pyramidclip", {"weights": weights, "alpha": alpha, **kwargs.pop("method", {})}, **kwargs)
+
+
+THIRD = 1 / 3
+CLIP = Row.of("CLIP", "clip")
+# Table 6 (RN50 path), cumulative
+TABLE6 = [
+    CLIP,
+    _pyramid("L_LT", {"lt": 1.0}),
+    _pyramid("+ L_GS", {"lt": 0.5, "gs": 0.5}),
+    _pyramid("+ L_RT", {"lt": THIRD, "gs": THIRD, "rt": THIRD}),
+    _pyramid("+ L_RS", FULL["weights"]),
+    _pyramid("+ Soften (PyramidCLIP)", FULL["weights"], ALPHA),
+]
+PYRAMID = TABLE6[-1]
+# Table 7's "w/o Relation": the peer-level terms only, softened
+NO_RELATION = _pyramid("PyramidCLIP w/o relation", {"lt": 0.5, "gs": 0.5}, ALPHA)
+# Table 4 against Table 2: the same two methods on the clean world
+CLEAN = [Row.of("CLIP", "clip", world="clean"), _pyramid("PyramidCLIP", FULL["weights"], ALPHA, world="clean")]
+# Table 5's question at equal compute: CLIP given as many image-encoder passes as PyramidCLIP's two views
+CLIP_2E = Row.of("CLIP at 2E", "clip", units=2.0)
+BENCHMARK = [CLIP, PYRAMID, NO_RELATION, CLIP_2E, *CLEAN]
+# Extensions (notebook parameter ``extensions``): the stand-ins' controls and the alpha sweep
+CONTROLS = [_pyramid("PyramidCLIP, oracle summaries", FULL["weights"], ALPHA, method={"summary": "oracle"}),
+            _pyramid("PyramidCLIP, untrained detector", FULL["weights"], ALPHA, method={"detector": "untrained"})]
+ALPHA_SWEEP = [_pyramid(f"alpha = {a}", FULL["weights"], a) for a in (0.1, 0.4)]
+
+
+def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
+    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
+    scale_defaults(scale)
+    sizes = CHAPTER_SCALES[scale]
+    kwargs = row.kwargs()
+    if row.method == "pyramidclip" and sizes["detector_images"] is not None and "detector_images" not in kwargs:
+        kwargs["detector_images"] = sizes["detector_images"]
+    epochs = row.units * sizes["unit_epochs"]
+    steps = int(epochs * (sizes["train_size"] // sizes["batch_size"]))
+    return experiment.make_config(
+        scale, method=row.method, seed=seed, train_size=sizes["train_size"], epochs=epochs,
+        batch_size=sizes["batch_size"], augmentation="none", lr=sizes["lr"],
+        warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)), world_knobs=WORLDS[row.world],
+        task_train=sizes["task_train"], task_test=sizes["task_test"], retrieval_images=sizes["retrieval_images"],
+        eval_tasks=EVAL_TASKS, method_kwargs=kwargs)
+
+
+def resolve_seeds(scale: str, seeds: Any) -> list[int]:
+    """A notebook's ``seeds`` parameter: ``None`` is the scale's default; otherwise a non-empty list of ints."""
+    scale_defaults(scale)
+    if seeds is None:
+        return list(CHAPTER_SCALES[scale]["seeds"])
+    seeds = as_list("seeds", seeds)
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must not repeat, got {seeds!r}")
+    return seeds
+
+
+def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
+    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``."""
+    configs = {row: [config(row, scale, s) for s in seeds] for row in rows}  # validate all before computing
+    return {row: [experiment.run(c, progress=progress) for c in cs] for row, cs in configs.items()}
+
+
+def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
+    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
+    records = [runs.load(experiment.RUN_KIND, config(row, scale, s)) for s in seeds or resolve_seeds(scale, None)]
+    return None if any(r is None for r in records) else records
+
+
+def training_seconds(records: Sequence[dict]) -> float:
+    """Mean training time of a row's runs (seconds), for the equal-compute comparison."""
+    return sum(r["timings"].get("training", 0.0) for r in records) / len(records)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the chapter's claims, as data (spec section 1.1; ids P1-P13), judged on runs (nothing is trained here)
+
+CLAIM_NOTEBOOKS = ("benchmark", "components")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """``better`` beats ``reference`` on ``metric`` (``report.VERDICT_RULE``). With ``minus`` (a second pair), the
+    claim is about the difference of two gains, judged per seed: (better - reference) - (minus[0] - minus[1]).
+    ``paper_effect``: the paper's difference in points / 100 (a fraction on our metric)."""
+
+    id: str
+    text: str
+    source: str
+    better: Row
+    reference: Row
+    metric: str
+    paper_value: str
+    paper_effect: float | None
+    notebook: str = "benchmark"
+    minus: tuple[Row, Row] | None = None
+
+    def rows(self) -> list[Row]:
+        return [self.better, self.reference, *(self.minus or ())]
+
+
+def _pp(better: float, reference: float, where: str) -> tuple[str, float]:
+    pp = round(better - reference, 2)
+    return f"{pp:+.1f} pp ({where}: {better} vs {reference})", pp / 100
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _claims() -> list[Claim]:
+    t6 = paper.TABLE6["ResNet50"]
+    rn = "ResNet50"
+    table3 = {m: _mean(paper.TABLE3[m, rn]) for m in ("CLIP", "PyramidCLIP")}
+    t4 = {m: paper.TABLE4[m, rn] for m in ("CLIP", "PyramidCLIP")}
+    web_gain, clean_gain = paper.TABLE2["PyramidCLIP", rn] - paper.TABLE2["CLIP", rn], t4["PyramidCLIP"][4] - t4["CLIP"][4]
+    det = {k: v[0] for k, v in paper.TABLE7.items()}
+    det_web = det["PyramidCLIP", "YFCC15M", 32] - det["CLIP", "YFCC15M", 32]
+    det_clean = det["PyramidCLIP", "LAION15M", 32] - det["CLIP", "LAION15M", 32]
+    zs = "avg3/zeroshot_top1"
+    table6 = [(TABLE6[i], TABLE6[i - 1], name) for i, name in
+              [(1, "L_LT"), (2, "+ L_GS"), (3, "+ L_RT"), (4, "+ L_RS"), (5, "+ Soften")]]
+    previous = ["L_CLIP", "L_LT", "+ L_GS", "+ L_RT", "+ L_RS"]
+    claims = [
+        Claim("P1", "PyramidCLIP beats CLIP on zero-shot top-1", "Table 2 / Table 6", PYRAMID, CLIP, zs,
+              f"+19.2 pp (Table 2, RN50, 32 ep: 44.7 vs 25.5); Table 6 (8 ep): "
+              f"{_pp(t6['+ Soften'][0], t6['L_CLIP'][0], 'RN50')[0]}", _pp(t6["+ Soften"][0], t6["L_CLIP"][0], "")[1]),
+        Claim("P2", "PyramidCLIP beats CLIP on zero-shot retrieval", "Table 3", PYRAMID, CLIP,
+              "retrieval/mean_recall", *_pp(round(table3["PyramidCLIP"], 2), round(table3["CLIP"], 2),
+                                            "RN50, mean of I2T/T2I R@1/R@5")),
+        Claim("P3", "The gain shrinks on cleaner data (web gain minus clean gain, zero-shot top-1)",
+              "Table 2 vs Table 4", PYRAMID, CLIP, zs,
+              f"{web_gain - clean_gain:+.1f} pp (RN50: +{web_gain:.1f} on YFCC15M-V1, +{clean_gain:.1f} on LAION15M)",
+              round(web_gain - clean_gain, 2) / 100, minus=(CLEAN[1], CLEAN[0])),
+        Claim("P3_i2t", "On clean data CLIP keeps the better image-to-text R@1", "Table 4", CLEAN[0], CLEAN[1],
+              "retrieval/i2t_R@1", *_pp(t4["CLIP"][0], t4["PyramidCLIP"][0], "RN50, LAION15M")),
+        Claim("P4", "PyramidCLIP beats CLIP given as many image-encoder passes (CLIP at 2E)", "Table 5",
+              PYRAMID, CLIP_2E, zs, "+1.0 pp (ViT-B/32: PyramidCLIP 8 ep 56.5 vs CLIP 32 ep 55.5)", 0.01),
+    ]
+    for (better, reference, name), prev in zip(table6, previous):
+        pid = {"L_LT": "P6", "+ L_GS": "P7", "+ L_RT": "P9", "+ L_RS": "P10", "+ Soften": "P11"}[name]
+        text = "L_LT beats L_CLIP" if name == "L_LT" else f"{name} adds to the row before"
+        claims.append(Claim(pid, text, "Table 6", better, reference, zs,
+                            *_pp(t6[name][0], t6[prev][0], "RN50 zero-shot top-1, 8 ep"), notebook="components"))
+    claims += [
+        Claim("P12", "PyramidCLIP features carry more object information (presence mAP, detection stand-in)",
+              "Table 7", PYRAMID, CLIP, "presence/map", f"+{det_web:.1f} AP (VOC07, YFCC15M, 32 ep)",
+              round(det_web, 2) / 100),
+        Claim("P12_noisy", "The detection gain is larger on noisier data (web gain minus clean gain, presence mAP)",
+              "Table 7", PYRAMID, CLIP, "presence/map", f"{det_web - det_clean:+.1f} AP (+{det_web:.1f} YFCC vs "
+              f"+{det_clean:.1f} LAION)", round(det_web - det_clean, 2) / 100, minus=(CLEAN[1], CLEAN[0])),
+        Claim("P13", "The relation terms add relation information (relation probe)", "Table 7", PYRAMID, NO_RELATION,
+              "relation/linear", *_pp(det["PyramidCLIP", "YFCC15M", 8], det["PyramidCLIP w/o Relation", "YFCC15M", 8],
+                                      "AP, 8 ep")),
+    ]
+    return claims
+
+
+CLAIMS: list[Claim] = _claims()
+RULES: list[str] = ["Claims on a difference of gains (P3, P12_noisy) judge per seed (better - reference) minus "
+                    "(clean better - clean reference) by the same 95% t interval."]
+
+
+def judge(claim: Claim, results: Mapping[Row, Sequence[dict]]) -> dict[str, Any]:
+    """One scorecard line (``report.SCORECARD_COLUMNS``) of ``claim`` from ``{row: records}``: "not run" when a
+    row has no records."""
+    line = {"id": claim.id, "paper": "PyramidCLIP", "claim": claim.text, "source": claim.source,
+            "notebook": claim.notebook, "metric": claim.metric, "paper_value": claim.paper_value,
+            **format_test(None), "verdict": "not run", "seeds": 0}
+    if any(not results.get(row) for row in claim.rows()):
+        return line
+    d = record_differences(results[claim.better], results[claim.reference], claim.metric)
+    if claim.minus is not None:
+        d = d - record_differences(results[claim.minus[0]], results[claim.minus[1]], claim.metric)
+    test = paired_test(d, claim.paper_effect)
+    line.update(format_test(test, percent=True), verdict=test.verdict, seeds=test.n)
+    return line
+
+
+def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
+    """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}``."""
+    if notebook is not None and notebook not in CLAIM_NOTEBOOKS:
+        raise ValueError(f"notebook must be one of {CLAIM_NOTEBOOKS}, got {notebook!r}")
+    lines = [judge(c, results) for c in CLAIMS if notebook is None or c.notebook == notebook]
+    return pd.DataFrame(lines, columns=SCORECARD_COLUMNS).set_index("id")
+
+
+def claims(scale: str = "laptop") -> list[dict[str, Any]]:
+    """Every claim judged on the results store at ``scale`` (the scale's default seeds)."""
+    rows = {row for c in CLAIMS for row in c.rows()}
+    results = {row: records for row in rows if (records := stored(row, scale)) is not None}
+    return [judge(c, results) for c in CLAIMS]
