@@ -20,7 +20,8 @@ import pandas as pd
 
 from ... import experiment, runs
 from . import ablation, paper
-from ...config import as_list, scale_defaults
+from ...config import scale_defaults
+from ..plan import seeds_parameter
 from ...book.report import (SCORECARD_COLUMNS, PairedTest, direction, fmt, format_test, mean_std, paired_test,
                      record_differences, seed_values)
 from ...suite import VALIDATION_TASKS
@@ -149,16 +150,9 @@ def warmup_steps(row: Row, sizes: dict[str, Any], train_size: int) -> int:
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
-    """A notebook's ``seeds`` parameter: ``None`` is the scale's default; otherwise a non-empty list of ints."""
+    """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
     scale_defaults(scale)
-    if seeds is None:
-        return list(CHAPTER_SCALES[scale]["seeds"])
-    seeds = as_list("seeds", seeds)
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-        raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must not repeat, got {seeds!r}")
-    return seeds
+    return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
 
 
 def data_size_rows(scale: str = "laptop") -> list[tuple[int, Row]]:

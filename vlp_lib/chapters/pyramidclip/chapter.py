@@ -21,7 +21,8 @@ import pandas as pd
 
 from ... import experiment, runs
 from ...book.report import SCORECARD_COLUMNS, format_test, paired_test, record_differences
-from ...config import as_list, scale_defaults
+from ...config import scale_defaults
+from ..plan import seeds_parameter
 from ...suite import VALIDATION_TASKS
 from . import paper
 
@@ -109,16 +110,9 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
-    """A notebook's ``seeds`` parameter: ``None`` is the scale's default; otherwise a non-empty list of ints."""
+    """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
     scale_defaults(scale)
-    if seeds is None:
-        return list(CHAPTER_SCALES[scale]["seeds"])
-    seeds = as_list("seeds", seeds)
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-        raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must not repeat, got {seeds!r}")
-    return seeds
+    return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
 
 
 def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
