@@ -48,7 +48,7 @@ def test_bad_parameters_are_refused_before_compute(no_compute, kwargs, name):
 def test_laptop_plan_trains_every_run_on_the_same_number_of_pairs(no_compute):
     plan = ablation.make_plan("laptop")
     configs = plan.unique_configs()
-    assert len(configs) == 13 * 3  # base + 4 episode sizes + 3 + 3 + 2 new bars per sweep, 3 seeds
+    assert len(configs) == 10 * 3  # base + 3 episode sizes + 2 + 2 + 2 new bars per sweep, 3 seeds
     amounts = set()
     for c in configs:
         t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])

@@ -41,7 +41,9 @@ def test_augment_outputs_unchanged_by_return_params(name):
     recorded, params = augment(x, name, g2, return_params=True)
     assert torch.equal(plain, recorded)
     assert torch.equal(g1.get_state(), g2.get_state())  # no extra draws
-    assert plain.double().sum().item() == pytest.approx(REFERENCE_SUMS[name], rel=1e-9, abs=1e-6)
+    # float32 kernels differ between CPUs (measured: up to 4e-6 relative on two machines); a changed draw or
+    # transform moves the sum by far more
+    assert plain.double().sum().item() == pytest.approx(REFERENCE_SUMS[name], rel=2e-5)
     assert params["theta"].shape == (64, 2, 3)
     for key in ("flip", "jitter", "gray", "blur"):
         assert params[key].shape == (64,) and params[key].dtype == torch.bool

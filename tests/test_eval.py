@@ -406,7 +406,8 @@ def test_linear_probe_early_stop_matches_the_full_grid():
     centres = rng.normal(size=(5, 16))
     y = rng.integers(0, 5, 600)
     x = centres[y] + 1.5 * rng.normal(size=(600, 16))
-    full = ev.linear_probe(x[:400], y[:400], x[400:], y[400:], patience=None)
-    early = ev.linear_probe(x[:400], y[:400], x[400:], y[400:])
+    grid = np.logspace(-4, 3, 8)  # longer than DEFAULT_CS, so that the walk has weakly regularised fits to skip
+    full = ev.linear_probe(x[:400], y[:400], x[400:], y[400:], Cs=grid, patience=None)
+    early = ev.linear_probe(x[:400], y[:400], x[400:], y[400:], Cs=grid)
     assert early["C"] == full["C"] and early["accuracy"] == full["accuracy"]
     assert set(early["val_accuracies"]) < set(full["val_accuracies"])
