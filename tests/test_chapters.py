@@ -107,3 +107,27 @@ def test_toc_reading_order_is_execution_order():
     toc = (REPO_ROOT / "_toc.yml").read_text()
     in_toc = [line.split("book/executed/")[1].strip() for line in toc.splitlines() if "book/executed/" in line]
     assert in_toc == pages.select_notebooks()
+
+
+def test_run_rows_validates_every_config_before_computing_and_stored_needs_every_seed(monkeypatch):
+    from vlp_lib import experiment
+    from vlp_lib.chapters import plan
+
+    computed = []
+    monkeypatch.setattr(experiment, "run", lambda config, progress=True: computed.append(config) or {"c": config})
+
+    def config(row, scale, seed):
+        if row == "bad" and seed == 1:
+            raise ValueError("row 'bad': lr must be positive")
+        return {"row": row, "seed": seed}
+
+    with pytest.raises(ValueError, match="lr must be positive"):
+        plan.run_rows(["good", "bad"], config, "smoke", [0, 1])
+    assert computed == []  # the bad row's second seed stopped everything before the first run
+    out = plan.run_rows(["good", "other"], config, "smoke", [0, 1])
+    assert [r["c"]["seed"] for r in out["good"]] == [0, 1] and list(out) == ["good", "other"]
+
+    stored = {("good", 0): {"r": 0}, ("good", 1): {"r": 1}, ("half", 0): {"r": 2}}
+    monkeypatch.setattr(runs, "load", lambda kind, c: stored.get((c["row"], c["seed"])))
+    assert plan.stored("good", config, "smoke", [0, 1]) == [{"r": 0}, {"r": 1}]
+    assert plan.stored("half", config, "smoke", [0, 1]) is None

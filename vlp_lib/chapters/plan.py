@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Hashable, Sequence, TypeVar
 
+from .. import experiment, runs
 from ..config import as_list, scale_defaults
+
+R = TypeVar("R", bound=Hashable)
+ConfigFn = Callable[[Any, str, int], dict]  # (row, scale, seed) -> a validated run config
 
 
 def seeds_parameter(scale: str, seeds: Any, default: Sequence[int]) -> list[int]:
@@ -19,3 +23,18 @@ def seeds_parameter(scale: str, seeds: Any, default: Sequence[int]) -> list[int]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must not repeat, got {seeds!r}")
     return seeds
+
+
+def run_rows(rows: Sequence[R], config: ConfigFn, scale: str, seeds: Sequence[int],
+             progress: bool = True) -> dict[R, list[dict]]:
+    """Every row for every seed: ``{row: [record per seed]}``. Every config is built (and so validated) before
+    anything is computed; stored runs are loaded, not retrained (``experiment.run``)."""
+    configs = {row: [config(row, scale, s) for s in seeds] for row in rows}
+    return {row: [experiment.run(c, progress=progress) for c in cs] for row, cs in configs.items()}
+
+
+def stored(row: Any, config: ConfigFn, scale: str, seeds: Sequence[int]) -> list[dict] | None:
+    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale: another code
+    fingerprint)."""
+    records = [runs.load(experiment.RUN_KIND, config(row, scale, s)) for s in seeds]
+    return None if any(r is None for r in records) else records

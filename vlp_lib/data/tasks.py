@@ -200,15 +200,21 @@ def _labels(spec: dict[str, Any], w: world.World) -> np.ndarray:
     return w.labels[kind].astype(np.int64)  # background, colour, superclass: global ids are class ids
 
 
+def _split_size(split: str, n: int | None, scale: str) -> int:
+    """The number of images of split ``split`` of a task: ``n``, or the scale's ``task_train`` / ``task_test``
+    (``ValueError`` naming ``split``, ``n`` or ``scale``, before anything is generated)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+    defaults = scale_defaults(scale)
+    return check_positive_int("n", defaults[f"task_{split}"] if n is None else n)
+
+
 def load_task(name: str, split: str, n: int | None = None, scale: str = "laptop") -> Task:
     """Split ``split`` ("train" | "test") of task ``name`` with ``n`` images (default from ``scale``:
     ``task_train`` / ``task_test``). ``ValueError`` naming the parameter for a bad name, split, n or scale."""
     if name not in TASKS:
         raise ValueError(f"name must be one of {list(TASKS)}, got {name!r}")
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
-    defaults = scale_defaults(scale)
-    n = check_positive_int("n", defaults[f"task_{split}"] if n is None else n)
+    n = _split_size(split, n, scale)
     spec = TASKS[name]
     w = world.generate(n, spec["seeds"][split], spec["image_size"], **spec["knobs"])
     labels = _labels(spec, w)
@@ -241,10 +247,7 @@ def load_multilabel_task(name: str, split: str, n: int | None = None, scale: str
     suite's tasks. ``ValueError`` naming the parameter for a bad name, split, n or scale."""
     if name not in MULTILABEL_TASKS:
         raise ValueError(f"name must be one of {list(MULTILABEL_TASKS)}, got {name!r}")
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
-    defaults = scale_defaults(scale)
-    n = check_positive_int("n", defaults[f"task_{split}"] if n is None else n)
+    n = _split_size(split, n, scale)
     spec = MULTILABEL_TASKS[name]
     w = world.generate(n, spec["seeds"][split], spec["image_size"], **spec["knobs"])
     return MultiLabelTask(
@@ -265,10 +268,7 @@ RELATION_KNOBS = dict(min_objects=2, max_objects=2)
 def load_relation_task(split: str, n: int | None = None, scale: str = "laptop") -> Task:
     """Split ``split`` of the relation task: 32 px images of two objects, labels indexing
     ``world.RELATION_NAMES`` (left, right, above, below). ``ValueError`` naming a bad split, n or scale."""
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
-    defaults = scale_defaults(scale)
-    n = check_positive_int("n", defaults[f"task_{split}"] if n is None else n)
+    n = _split_size(split, n, scale)
     w = world.generate(n, RELATION_SEEDS[split], 32, **RELATION_KNOBS)
     return Task(name="relation", split=split, images=w.images, labels=w.relations,
                 classnames=list(world.RELATION_NAMES), templates=[], stands_in_for="object relations (no benchmark)",

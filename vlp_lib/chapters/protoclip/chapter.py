@@ -21,6 +21,7 @@ import pandas as pd
 from ... import experiment, runs
 from . import ablation, paper
 from ...config import scale_defaults
+from .. import plan
 from ..plan import seeds_parameter
 from ...book.report import (SCORECARD_COLUMNS, PairedTest, direction, fmt, format_test, mean_std, paired_test,
                      record_differences, seed_values)
@@ -164,8 +165,7 @@ def data_size_rows(scale: str = "laptop") -> list[tuple[int, Row]]:
 
 def run_rows(rows: list[Row], scale: str, seeds: list[int], progress: bool = True) -> dict[Row, list[dict]]:
     """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``."""
-    configs = {row: [config(row, scale, s) for s in seeds] for row in rows}  # validate all before computing
-    return {row: [experiment.run(c, progress=progress) for c in cs] for row, cs in configs.items()}
+    return plan.run_rows(rows, config, scale, seeds, progress)
 
 
 def relative_epochs(records: list[dict], clip_records: list[dict]) -> float:
@@ -310,8 +310,7 @@ CLAIMS: list[Claim] = _chapter_claims()
 
 def stored(row: Row, scale: str = "laptop", seeds: tuple[int, ...] | None = None) -> list[dict] | None:
     """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
-    records = [runs.load(experiment.RUN_KIND, config(row, scale, s)) for s in seeds or resolve_seeds(scale, None)]
-    return None if any(r is None for r in records) else records
+    return plan.stored(row, config, scale, seeds or resolve_seeds(scale, None))
 
 
 def episode_shares(records: list[dict]) -> dict[str, float]:
@@ -389,12 +388,12 @@ def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = N
 def _ablation_lines(scale: str) -> dict[str, dict[str, Any]]:
     """Scorecard lines of Fig. 6's claims from the ablation's stored runs at ``scale`` (its default plan): a
     sweep's claims are judged once all of its runs and the base runs are stored."""
-    plan = ablation.make_plan(scale if scale in ablation.ABLATION_SCALES else "laptop")
-    records = [(r, runs.load(experiment.RUN_KIND, r.config)) for r in plan.runs]
+    sweeps = ablation.make_plan(scale if scale in ablation.ABLATION_SCALES else "laptop")
+    records = [(r, runs.load(experiment.RUN_KIND, r.config)) for r in sweeps.runs]
     complete = {r.sweep for r, _ in records} - {r.sweep for r, rec in records if rec is None}
     if "base" not in complete:
         return {}
-    table = ablation.claims_table([(r, rec) for r, rec in records if r.sweep in complete], plan)
+    table = ablation.claims_table([(r, rec) for r, rec in records if r.sweep in complete], sweeps)
     by_id = {c.id: c for c in CLAIMS}
     out = {}
     for _, row in table.iterrows():

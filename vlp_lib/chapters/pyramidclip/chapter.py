@@ -19,9 +19,10 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from ... import experiment, runs
+from ... import experiment
 from ...book.report import SCORECARD_COLUMNS, format_test, paired_test, record_differences
 from ...config import scale_defaults
+from .. import plan
 from ..plan import seeds_parameter
 from ...suite import VALIDATION_TASKS
 from . import paper
@@ -123,14 +124,12 @@ def resolve_seeds(scale: str, seeds: Any) -> list[int]:
 
 def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
     """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``."""
-    configs = {row: [config(row, scale, s) for s in seeds] for row in rows}  # validate all before computing
-    return {row: [experiment.run(c, progress=progress) for c in cs] for row, cs in configs.items()}
+    return plan.run_rows(rows, config, scale, seeds, progress)
 
 
 def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
     """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
-    records = [runs.load(experiment.RUN_KIND, config(row, scale, s)) for s in seeds or resolve_seeds(scale, None)]
-    return None if any(r is None for r in records) else records
+    return plan.stored(row, config, scale, seeds or resolve_seeds(scale, None))
 
 
 def training_seconds(records: Sequence[dict]) -> float:
