@@ -1,10 +1,15 @@
 """Models: open_clip CLIP models built from small JSON configs registered with open_clip.
 
 Every JSON file in ``vlp_lib/model_configs/`` is a CPU preset sized for a 2-core CPU and 32 px images
-(``rn-tiny-v0`` is the first laptop recipe, kept only as the reference of ``benchmarks/bench_recipe.py``);
+(``rn-tiny-v0`` is the first laptop recipe, kept only as the reference of ``benchmarks/bench_recipe.py``;
+``rn-small`` is rn-tiny with twice the ResNet width and a 2-layer, 128-wide text tower: the DIME-FM teacher
+stand-in, with a capacity gap on both sides);
 ``RN50`` and ``ViT-B-32`` are open_clip's own configs for paper scale. The text tower's vocabulary and
 context length follow the tokenizer in use (the generated world's word-level tokenizer by default),
 so one config serves any tokenizer.
+
+``CompositeCLIP`` pairs one model's image tower with another's text tower: DIME-FM's zero-shot model, the
+distilled student's image encoder with the frozen teacher's text encoder.
 """
 
 from __future__ import annotations
@@ -12,10 +17,14 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
+from typing import Any
 
 import open_clip
 import torch
+import torch.nn.functional as F
 from open_clip.modified_resnet import ModifiedResNet
+
+from .config import check_positive_int
 
 CONFIG_DIR = Path(__file__).parent / "model_configs"
 CPU_PRESETS = tuple(sorted(p.stem for p in CONFIG_DIR.glob("*.json")))
@@ -57,13 +66,21 @@ def create_model(
     context_length: int,
     image_size: int | None = None,
     seed: int = 0,
+    embed_dim: int | None = None,
 ) -> open_clip.CLIP:
     """A randomly initialised open_clip CLIP with the text tower sized for the tokenizer.
 
     ``seed`` fixes the initialisation. ``image_size`` overrides the config's (e.g. RN50 at 64 px).
+    ``embed_dim`` overrides the config's joint embedding width (both towers' projections): a DIME-FM student's
+    image tower is built with its teacher's width ("the output dimension equals the teacher's", the official
+    ``EMBED_DIM 768``). ``None`` (the default) keeps the config's, and the model is then exactly the one built
+    without the argument (same architecture, same initial weights for the same seed).
     open_clip initialises the logit scale at log(1 / 0.07), the CLIP temperature of 0.07.
     """
     check_model_name(name)
+    overrides: dict[str, Any] = {}
+    if embed_dim is not None:
+        overrides["embed_dim"] = check_positive_int("embed_dim", embed_dim)
     cfg = open_clip.get_model_config(name)
     text_cfg = {**cfg["text_cfg"], "vocab_size": int(vocab_size), "context_length": int(context_length)}
     torch.manual_seed(seed)
@@ -75,6 +92,7 @@ def create_model(
             text_cfg=text_cfg,
             force_image_size=image_size,
             output_dict=True,
+            **overrides,
         )
     finally:
         logging.disable(logging.NOTSET)
@@ -98,3 +116,137 @@ def clamp_logit_scale_(scale: torch.nn.Parameter, max_value: float = MAX_LOGIT_S
 
 def count_parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# DIME-FM's zero-shot model: the student's image tower + the teacher's text tower
+
+
+def image_embed_dim(model: torch.nn.Module) -> int:
+    """Width of ``model``'s image embeddings, read from its image tower (``model.visual.output_dim``, or
+    ``model.output_dim`` for a bare tower) without running it. ``ValueError`` naming ``model`` if it has none."""
+    visual = getattr(model, "visual", model)
+    dim = getattr(visual, "output_dim", None)
+    if not isinstance(dim, int) or dim <= 0:
+        raise ValueError(f"model: cannot read the image embedding width (no visual.output_dim) of "
+                         f"{type(model).__name__}")
+    return dim
+
+
+def text_embed_dim(model: torch.nn.Module) -> int:
+    """Width of ``model``'s text embeddings, read from its text projection (an open_clip ``text_projection``
+    matrix ``[width, D]`` or ``nn.Linear``; the transformer width when there is no projection) without running
+    it. ``ValueError`` naming ``model`` if it has no text tower of that form."""
+    if isinstance(model, CompositeCLIP):
+        return model.embed_dim
+    if not hasattr(model, "text_projection"):
+        dim = getattr(model, "output_dim", None)
+        if isinstance(dim, int) and dim > 0:
+            return dim
+        raise ValueError(f"model: cannot read the text embedding width (no text_projection) of "
+                         f"{type(model).__name__}")
+    proj = model.text_projection
+    if proj is None:
+        return int(model.transformer.width)
+    if isinstance(proj, torch.nn.Linear):
+        return int(proj.out_features)
+    return int(proj.shape[-1])
+
+
+class TextTower(torch.nn.Module):
+    """The text half of an open_clip ``CLIP``: its token and position embeddings, transformer, final layer norm
+    and text projection, **shared** with ``clip`` (no copy), and ``CLIP.encode_text`` itself, so the features are
+    exactly ``clip.encode_text``'s. The image tower and the logit scale are left out (``count_parameters`` of a
+    ``TextTower`` is the text tower's size)."""
+
+    def __init__(self, clip: open_clip.CLIP):
+        super().__init__()
+        if not isinstance(clip, open_clip.CLIP):
+            raise ValueError(f"clip must be an open_clip CLIP, got {type(clip).__name__}")
+        self.token_embedding = clip.token_embedding
+        self.positional_embedding = clip.positional_embedding
+        self.transformer = clip.transformer
+        self.ln_final = clip.ln_final
+        self.text_projection = clip.text_projection
+        self.register_buffer("attn_mask", clip.attn_mask, persistent=False)
+        self.text_pool_type = clip.text_pool_type
+        self.text_eos_id = clip.text_eos_id
+        self.context_length = clip.context_length
+        self.vocab_size = clip.vocab_size
+
+    # the very function open_clip's CLIP encodes text with: it reads only the attributes set above
+    encode_text = open_clip.CLIP.encode_text
+
+    def forward(self, text: torch.Tensor) -> torch.Tensor:
+        return self.encode_text(text)
+
+
+class CompositeCLIP(torch.nn.Module):
+    """One model's image tower with another model's text tower, at the fixed logit scale 100.
+
+    DIME-FM (Sun et al.) trains only the student's image encoder and its projection, and in the official
+    ``get_loss`` sets ``student_text_feat = teacher_text_feat``: zero-shot evaluation of a student therefore
+    needs the **student's image tower + the teacher's text tower**. ``CompositeCLIP(student, teacher)`` is that
+    model, usable wherever a CLIP is (``eval.encode_images`` / ``encode_texts`` / ``zero_shot_accuracy``,
+    ``suite.evaluate_suite``, the methods' ``model(images, texts)`` call):
+
+    - ``encode_image`` is ``image_model.visual`` (the image tower with its projection), i.e. open_clip's
+      ``CLIP.encode_image`` of ``image_model``; ``visual`` is the student's, so the image size
+      (``model_image_size``) and the pixel dtype come from the student;
+    - ``encode_text`` is ``text_model.encode_text``: for an open_clip ``CLIP`` only its text half is held
+      (``TextTower``, so the teacher's image tower is not part of the composite); any other module with an
+      ``encode_text`` is held whole;
+    - ``logit_scale`` is a buffer at log(100), never trained: DIME-FM's ``set_logit_scale`` fixes
+      logits = 100 * cos (not CLIP's learned temperature);
+    - the text tower is **frozen**: its parameters get ``requires_grad = False`` (in place: they are the
+      teacher's own, shared, not copied) and it stays in eval mode whatever ``train()`` is called with.
+
+    The towers are shared with the models passed in (no copy): training the composite trains
+    ``image_model``'s image tower. Both models must embed into the same width (``ValueError`` naming
+    ``image_model`` and ``text_model`` otherwise, before anything is computed); build the student with
+    ``create_model(..., embed_dim=text_embed_dim(teacher))``. The tokenizer to use is the text model's.
+    """
+
+    def __init__(self, image_model: torch.nn.Module, text_model: torch.nn.Module):
+        super().__init__()
+        visual = getattr(image_model, "visual", None)
+        if not isinstance(visual, torch.nn.Module):
+            raise ValueError(f"image_model must have an image tower (.visual), got {type(image_model).__name__}")
+        if not isinstance(text_model, torch.nn.Module) or not callable(getattr(text_model, "encode_text", None)):
+            raise ValueError(f"text_model must have a text tower (.encode_text), got {type(text_model).__name__}")
+        d_image, d_text = image_embed_dim(image_model), text_embed_dim(text_model)
+        if d_image != d_text:
+            raise ValueError(
+                f"image_model embeds images into {d_image} dimensions but text_model embeds texts into {d_text}: "
+                f"build the image model with create_model(..., embed_dim={d_text})"
+            )
+        self.visual = visual  # registered first: eval's device and dtype helpers read the first parameter
+        self.text = TextTower(text_model) if isinstance(text_model, open_clip.CLIP) else text_model
+        self.text.requires_grad_(False)
+        self.text.eval()
+        self.register_buffer("logit_scale", torch.tensor(MAX_LOGIT_SCALE))
+        self.embed_dim = d_image
+        self.context_length = getattr(text_model, "context_length", None)
+        self.vocab_size = getattr(text_model, "vocab_size", None)
+
+    def train(self, mode: bool = True) -> "CompositeCLIP":
+        super().train(mode)
+        self.text.eval()  # the teacher's text tower is frozen
+        return self
+
+    def encode_image(self, image: torch.Tensor, normalize: bool = False) -> torch.Tensor:
+        features = self.visual(image)
+        return F.normalize(features, dim=-1) if normalize else features
+
+    def encode_text(self, text: torch.Tensor, normalize: bool = False) -> torch.Tensor:
+        features = self.text.encode_text(text)
+        return F.normalize(features, dim=-1) if normalize else features
+
+    def forward(self, image: torch.Tensor | None = None, text: torch.Tensor | None = None) -> dict[str, Any]:
+        """open_clip's ``output_dict`` forward: normalised ``image_features`` / ``text_features`` (``None`` for a
+        missing input) and ``logit_scale`` = exp(log 100) = 100."""
+        return {
+            "image_features": self.encode_image(image, normalize=True) if image is not None else None,
+            "text_features": self.encode_text(text, normalize=True) if text is not None else None,
+            "logit_scale": self.logit_scale.exp(),
+        }

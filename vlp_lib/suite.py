@@ -3,7 +3,8 @@
 Per classification task (ProtoCLIP IV-C): zero-shot top-1/top-5 with prompt ensembles, linear probe
 (L-BFGS logistic regression on unnormalised features), k-NN (k = 20, DINO weighting), clustering
 ARI/AMI (Table XII); on the retrieval set (MS-COCO stand-in): recall@1/5/10 both ways and their
-mean (Table VIII), and the modality gap. Metric keys are ``<task>/<metric>``.
+mean (Table VIII), and the modality gap. Metric keys are ``<task>/<metric>``; task-group averages
+(``AVERAGE_GROUPS``: ``avg3``, ``avg7``, ``robust4``) are ``<group>/<metric>``.
 
 An image-only model (no ``encode_text``: ``eval.has_text_tower``) gets the probes only (linear, k-NN,
 clustering): the zero-shot and retrieval keys are absent from its metrics, and ``chance_levels`` with
@@ -12,7 +13,7 @@ clustering): the zero-shot and retrieval keys are absent from its metrics, and `
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -39,6 +40,14 @@ VALIDATION_TASKS = ("shapes10", "shapes_colours", "clutter10")
 PROBES = ("presence", "relation")
 # metrics averaged over VALIDATION_TASKS into ``avg3/<metric>`` (ImageNet top-1 / top-5 and linear-probe stand-ins)
 AVG3_METRICS = ("zeroshot_top1", "zeroshot_top5", "linear", "knn")
+# Task groups averaged into ``<group>/<metric>``: group -> (its tasks, the metrics averaged). ``avg3``: ProtoCLIP's
+# CIFAR-10/100 + STL-10 average; ``avg7``: the seven original world tasks (DIME-FM's ELEVATER average);
+# ``robust4``: the four distribution shifts of shapes10 (DIME-FM Supp Tab. 4's robustness average, zero-shot).
+AVERAGE_GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "avg3": (VALIDATION_TASKS, AVG3_METRICS),
+    "avg7": (task_lib.SEVEN_TASKS, AVG3_METRICS),
+    "robust4": (task_lib.ROBUST_TASKS, ("zeroshot_top1",)),
+}
 
 
 def _text_tower(model: Any, tokenizer: Any, text_tower: bool | None) -> bool:
@@ -123,19 +132,37 @@ def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_ima
     return out
 
 
-def _add_avg3(metrics: dict[str, float], eval_tasks: Any) -> None:
-    """``avg3/<metric>`` for each of ``AVG3_METRICS`` that all three ``VALIDATION_TASKS`` have."""
-    if all(t in eval_tasks for t in VALIDATION_TASKS):
-        for key in AVG3_METRICS:
-            if all(f"{t}/{key}" in metrics for t in VALIDATION_TASKS):
-                metrics[f"avg3/{key}"] = float(np.mean([metrics[f"{t}/{key}"] for t in VALIDATION_TASKS]))
+def group_average(metrics: dict[str, float], eval_tasks: Any, group: str, group_tasks: Sequence[str],
+                  metric_names: Sequence[str] = AVG3_METRICS) -> dict[str, float]:
+    """``{f"{group}/{m}": mean of metrics[f"{t}/{m}"] over group_tasks}`` for each ``m`` of ``metric_names`` that
+    every task of ``group_tasks`` has in ``metrics``; empty unless every task of ``group_tasks`` is in
+    ``eval_tasks``. ``ValueError`` naming ``group`` / ``group_tasks`` when empty."""
+    if not group or "/" in group:
+        raise ValueError(f"group must be a non-empty name without '/', got {group!r}")
+    if isinstance(group_tasks, str) or not len(group_tasks):
+        raise ValueError(f"group_tasks must be a non-empty sequence of task names, got {group_tasks!r}")
+    if not all(t in eval_tasks for t in group_tasks):
+        return {}
+    return {f"{group}/{m}": float(np.mean([metrics[f"{t}/{m}"] for t in group_tasks])) for m in metric_names
+            if all(f"{t}/{m}" in metrics for t in group_tasks)}
+
+
+def group_averages(metrics: dict[str, float], eval_tasks: Any) -> dict[str, float]:
+    """Every average of ``AVERAGE_GROUPS`` whose tasks are all in ``eval_tasks`` (``group_average``): ``avg3/*``,
+    ``avg7/*`` (zero-shot top-1 / top-5, linear, k-NN) and ``robust4/zeroshot_top1``."""
+    out: dict[str, float] = {}
+    for group, (group_tasks, metric_names) in AVERAGE_GROUPS.items():
+        out.update(group_average(metrics, eval_tasks, group, group_tasks, metric_names))
+    return out
 
 
 def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any],
                    text_tower: bool | None = None) -> dict[str, float]:
     """Every metric for ``config['eval_tasks']`` plus retrieval; ``avg3/<metric>`` averages the three
     tasks standing in for CIFAR-10, CIFAR-100 and STL-10 (ProtoCLIP IV-D reports that average) for
-    zero-shot top-1 and top-5 (the ImageNet top-1 / top-5 stand-ins), linear probe and k-NN.
+    zero-shot top-1 and top-5 (the ImageNet top-1 / top-5 stand-ins), linear probe and k-NN; ``avg7/<metric>``
+    the same over the seven original tasks (DIME-FM's ELEVATER stand-in) and ``robust4/zeroshot_top1`` the
+    zero-shot top-1 of the four shapes10 shifts (``group_averages``), each when all its tasks are evaluated.
 
     An image-only model (``text_tower=False``, or ``None`` and no ``model.encode_text``) gets the probes only:
     no ``*/zeroshot_*`` and no ``retrieval/*`` keys; ``tokenizer`` may then be ``None``."""
@@ -153,7 +180,7 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
     if text_tower:
         for key, value in evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"]).items():
             metrics[f"retrieval/{key}"] = float(value)
-    _add_avg3(metrics, config["eval_tasks"])
+    metrics.update(group_averages(metrics, config["eval_tasks"]))
     return metrics
 
 
@@ -199,5 +226,5 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
     if text_tower:
         for key, value in retrieval_chance(config["retrieval_images"]).items():
             out[f"retrieval/{key}"] = value
-    _add_avg3(out, config["eval_tasks"])
+    out.update(group_averages(out, config["eval_tasks"]))
     return out

@@ -10,6 +10,10 @@ and the test split never share an image.
 ``load_multilabel_task`` builds the multi-label tasks of ``MULTILABEL_TASKS`` (a multi-hot target row per image
 instead of one label): ``"presence"``, which of the 24 shapes an image of 1-3 objects holds (the PASCAL VOC /
 MS-COCO multi-label stand-in, for detection-style probes).
+The DIME-FM tasks (``DIMEFM_TASKS``, part of ``TASKS``): ``"shapesA"`` (12-way over ``SHAPE_SET_A``, the
+concepts of the Supp G image corpus), ``"shapes24"`` (24-way, per-concept accuracy) and the four robustness
+variants of shapes10 in ``ROBUST_TASKS`` (same classes and templates, one distribution shift each).
+``SEVEN_TASKS`` are the seven original tasks, averaged into ``avg7/<metric>`` by ``vlp_lib.suite``.
 The class-only labelled view (ImageNet-21K stand-in for iCLIP) is the shape label plus
 ``vocab.DEFINITIONS``.
 """
@@ -101,10 +105,82 @@ TASKS: dict[str, dict[str, Any]] = {
         image_size=32,
     ),
 }
-# Fixed seeds: task k uses TASK_SEED_BASE + 100 * k (train) and + 1 (test); retrieval uses its own.
+# Fixed seeds: task k of these seven uses TASK_SEED_BASE + 100 * k (train) and + 1 (test); retrieval and the
+# DIME-FM tasks below use their own.
 for _k, _spec in enumerate(TASKS.values()):
     _spec["seeds"] = dict(train=TASK_SEED_BASE + 100 * _k, test=TASK_SEED_BASE + 100 * _k + 1)
 RETRIEVAL_SEED = TASK_SEED_BASE + 99_000
+
+# The seven tasks above: the ELEVATER-average stand-in ``avg7/<metric>`` of ``vlp_lib.suite`` (DIME-FM).
+SEVEN_TASKS: tuple[str, ...] = ("shapes10", "shapes_colours", "clutter10", "background", "count", "colour",
+                                "superclass")
+assert SEVEN_TASKS == tuple(TASKS), "SEVEN_TASKS must be the tasks whose seeds come from their position"
+
+# DIME-FM's concept-coverage settings (Supp G): the image corpus covers shape set A, the unrelated text corpus
+# names shape set B. Names, as the world's ``shapes`` / ``held_out_shapes`` knobs take them. A is the first 12
+# shapes of ``vocab.SHAPES``: the polygons, round shapes and star shapes (three whole superclasses); B is the
+# pointers, glyphs and line figures.
+SHAPE_SET_A: tuple[str, ...] = tuple(vocab.SHAPES[:12])
+SHAPE_SET_B: tuple[str, ...] = tuple(vocab.SHAPES[12:])
+# The colours of the desaturated ("sketch") robustness variant of shapes10.
+GRAY_COLOURS: tuple[str, ...] = ("white", "grey", "black")
+
+
+def _shapes10_variant(description: str, stands_in_for: str, image_size: int = 32, **knobs: Any) -> dict[str, Any]:
+    """A robustness variant of shapes10: its label, classes and templates, its knobs updated by ``knobs``."""
+    base = TASKS["shapes10"]
+    return dict(
+        description=description, stands_in_for=stands_in_for, label=base["label"],
+        classnames=list(base["classnames"]), templates=list(base["templates"]),
+        knobs={**base["knobs"], "shapes": list(base["knobs"]["shapes"]), **knobs}, image_size=image_size,
+    )
+
+
+# DIME-FM tasks (spec 2.3): the 12-way S_A task of the Supp G settings, the 24-way per-concept task (D4/D5) and
+# four distribution shifts of shapes10 (D11, the ImageNet-V2/R/ObjectNet/Sketch/A stand-in; the pairing of each
+# shift with a real set is loose). Their seeds are explicit, not positional: DIMEFM_SEED_BASE + 100 * k (train)
+# and + 1 (test), apart from the seven tasks (< +1,000), relation (+97,000), multi-label (+98,000) and
+# retrieval (+99,000).
+DIMEFM_SEED_BASE = TASK_SEED_BASE + 96_000
+DIMEFM_TASKS: dict[str, dict[str, Any]] = {
+    "shapesA": dict(
+        description="the 12 shapes of shape set A (polygons, round shapes, star shapes), one object per image",
+        stands_in_for="DIME-FM Supp G's covered-concept evaluation (ImageNet classes of the image corpus)",
+        label="shape",
+        classnames=list(SHAPE_SET_A),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(_SINGLE, shapes=list(SHAPE_SET_A)),
+        image_size=32,
+    ),
+    "shapes24": dict(
+        description="all 24 shapes, one object per image (per-concept accuracy)",
+        stands_in_for="DIME-FM Supp E's per-dataset comparison (concept coverage, D4/D5)",
+        label="shape",
+        classnames=list(vocab.SHAPES),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(_SINGLE, shapes=list(vocab.SHAPES)),
+        image_size=32,
+    ),
+    "shapes10_clutter": _shapes10_variant(
+        "shapes10 with clutter 0.6 (distractor strokes and pixel noise) at 32 px",
+        "ImageNet-A (hard natural images), robustness shift", clutter=0.6),
+    "shapes10_64px": _shapes10_variant(
+        "shapes10 rendered at 64 px (evaluation resizes to the model's input size: a resampling shift; "
+        "background textures are finer relative to the object)",
+        "ImageNet-V2 (a re-collected test set), robustness shift", image_size=64),
+    "shapes10_three": _shapes10_variant(
+        "shapes10 with 3 objects per image (distractors from the same 10 shapes); label = the primary "
+        "(largest) object's shape",
+        "ObjectNet (objects in busy scenes), robustness shift", min_objects=3, max_objects=3),
+    "shapes10_gray": _shapes10_variant(
+        "shapes10 with white, grey and black objects only (a desaturated, sketch-like shift)",
+        "ImageNet-Sketch / ImageNet-R (renditions without colour), robustness shift", colours=list(GRAY_COLOURS)),
+}
+for _k, _spec in enumerate(DIMEFM_TASKS.values()):
+    _spec["seeds"] = dict(train=DIMEFM_SEED_BASE + 100 * _k, test=DIMEFM_SEED_BASE + 100 * _k + 1)
+TASKS.update(DIMEFM_TASKS)
+# The robustness variants of shapes10: their mean zero-shot top-1 is ``robust4/zeroshot_top1`` (``vlp_lib.suite``).
+ROBUST_TASKS: tuple[str, ...] = ("shapes10_clutter", "shapes10_64px", "shapes10_three", "shapes10_gray")
 # Retrieval: clean captions (no mismatch, junk or omission); 1-3 objects so captions differ in detail.
 RETRIEVAL_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.0)
 
