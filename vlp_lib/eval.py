@@ -24,7 +24,7 @@ import contextlib
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -672,7 +672,7 @@ def _mmd_sample(x: ArrayLike, name: str) -> np.ndarray:
         raise ValueError(f"{name} must have at least 2 samples (the unbiased estimate drops i = j), got {a.shape[0]}")
     if not np.isfinite(a).all():
         raise ValueError(f"{name} holds non-finite values")
-    return a.astype(np.float64, copy=False)
+    return a
 
 
 def _mmd_options(kernel: str, degree: int, bandwidth: float | None) -> None:
@@ -728,8 +728,7 @@ def rbf_bandwidth(x: ArrayLike, y: ArrayLike, *more: ArrayLike) -> float:
     names = ["x", "y"] + [f"more[{i}]" for i in range(len(more))]
     samples = [_mmd_sample(s, n) for s, n in zip((x, y, *more), names)]
     for s, n in zip(samples[1:], names[1:]):
-        if s.shape[1] != samples[0].shape[1]:
-            raise ValueError(f"{n} has dimension {s.shape[1]} but x has {samples[0].shape[1]}")
+        _check_dim(samples[0], s, "x", n)
     return _median_distance(samples)
 
 
@@ -761,8 +760,7 @@ def mmd(
     """
     _mmd_options(kernel, degree, bandwidth)
     a, b = _mmd_sample(x, "x"), _mmd_sample(y, "y")
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"y has dimension {b.shape[1]} but x has {a.shape[1]}")
+    _check_dim(a, b, "x", "y")
     sigma = None
     if kernel == "rbf":
         sigma = float(bandwidth) if bandwidth is not None else _median_distance([a, b])
@@ -771,7 +769,7 @@ def mmd(
 
 
 def mmd_matrix(
-    sets: "dict[str, ArrayLike]",
+    sets: Mapping[str, ArrayLike],
     kernel: str = "linear",
     degree: int = 3,
     bandwidth: float | None = None,
@@ -785,11 +783,9 @@ def mmd_matrix(
     matrix: the median heuristic on the pooled union of all sets (``rbf_bandwidth(*sets.values())``), so that
     all entries measure distances in one RKHS; ``mmd`` on a single pair would pick that pair's own sigma.
     """
-    import collections.abc
-
     import pandas as pd  # only here: the rest of this module returns numbers and dicts
 
-    if not isinstance(sets, collections.abc.Mapping):
+    if not isinstance(sets, Mapping):
         raise ValueError(f"sets must be a mapping name -> features, got {type(sets).__name__}")
     if len(sets) < 2:
         raise ValueError(f"sets must hold at least 2 feature sets, got {len(sets)}")
@@ -799,8 +795,7 @@ def mmd_matrix(
         raise ValueError(f"sets has names that collide as strings: {names}")
     samples = [_mmd_sample(v, f"sets[{n!r}]") for n, v in zip(names, sets.values())]
     for n, s in zip(names[1:], samples[1:]):
-        if s.shape[1] != samples[0].shape[1]:
-            raise ValueError(f"sets[{n!r}] has dimension {s.shape[1]} but sets[{names[0]!r}] has {samples[0].shape[1]}")
+        _check_dim(samples[0], s, f"sets[{names[0]!r}]", f"sets[{n!r}]")
     sigma = None
     if kernel == "rbf":
         sigma = float(bandwidth) if bandwidth is not None else _median_distance(samples)

@@ -224,7 +224,7 @@ class CompositeCLIP(torch.nn.Module):
         self.text = TextTower(text_model) if isinstance(text_model, open_clip.CLIP) else text_model
         self.text.requires_grad_(False)
         self.text.eval()
-        self.register_buffer("logit_scale", torch.tensor(MAX_LOGIT_SCALE))
+        self.register_buffer("logit_scale", torch.tensor(math.log(100.0)))  # DIME-FM: logits = 100 cos
         self.embed_dim = d_image
         self.context_length = getattr(text_model, "context_length", None)
         self.vocab_size = getattr(text_model, "vocab_size", None)

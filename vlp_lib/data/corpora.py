@@ -31,6 +31,7 @@ from vlp_lib.config import check_positive_int
 from vlp_lib.data import vocab
 from vlp_lib.data.tasks import TASK_SEED_BASE
 from vlp_lib.data.world import Draws, caption, check_knobs
+from vlp_lib.data.world.captioning import _article
 
 # The random stream of the NLP corpus' own draws (kind, junk phrases, definitions, shuffles): apart from the
 # world's scene / caption / render / paraphrase streams (0-3).
@@ -75,10 +76,6 @@ def names_an_object(text: str) -> bool:
     name: every object phrase of every caption template does ("a crimson star", "a small red letter t")."""
     w = vocab.words(text)
     return any(a in _COLOUR_WORDS and b in _SHAPE_FIRST_WORDS for a, b in zip(w, w[1:]))
-
-
-def _article(phrase: str) -> str:
-    return ("an " if phrase[0] in "aeiou" else "a ") + phrase
 
 
 def _shuffled(words: list[str], d: Draws) -> list[str]:

@@ -1,12 +1,13 @@
 """The runs behind the PyramidCLIP chapter (Tables 2-7 of Gao et al., arXiv v1) and its claims, as data.
 
 Setting (scaled down): the laptop world has 10,240 pairs and the unit of training E is 2 epochs (160 steps of
-128 pairs; 3 epochs did not fit the chapter's 20-minute budget with the detector control), with the learning-rate warm-up 10% of a row's steps (§4.2) and cosine decay to the end. Every row is
-trained with the same seeds on the same pairs in the same order; the two worlds are the default "web" world
-(mismatched, omitted and junk captions: the YFCC15M-V1 stand-in) and a "clean" world (no mismatch or junk, fewer
-omissions: the CLIP-filtered LAION15M stand-in). Stand-ins, named as such in the chapter: the extractive summariser
-for T5 (``vlp_lib.data.summaries``), the world's crop CNN for VinVL (``vlp_lib.detector``), frozen-feature probes
-(multi-label presence mAP, relation probe) for VOC detection fine-tuning.
+128 pairs; 3 epochs did not fit the chapter's 20-minute budget with the detector control), with the learning-rate
+warm-up 10% of a row's steps (§4.2) and cosine decay to the end. Every row is trained with the same seeds on the
+same pairs in the same order; the two worlds are the default "web" world (mismatched, omitted and junk captions:
+the YFCC15M-V1 stand-in) and a "clean" world (no mismatch or junk, fewer omissions: the CLIP-filtered LAION15M
+stand-in). Stand-ins, named as such in the chapter: the extractive summariser for T5 (``vlp_lib.data.summaries``),
+the world's crop CNN for VinVL (``vlp_lib.detector``), frozen-feature probes (multi-label presence mAP, relation
+probe) for VOC detection fine-tuning.
 
 Table 6 is cumulative: each row adds one term to the one before, with equal weights over the terms present (the
 paper gives only the full weights of Eq. 6, all 0.25), without softening until its last row (alpha = 0.2).
