@@ -24,6 +24,7 @@ from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
 from .suite import PROBES, evaluate_suite
 from .methods import MethodContext, check_method_name, create_method, method_class
+from .methods.base import Trained
 from .models import DEFAULT_PRECISION, check_model_name, create_model
 from .paths import checkpoint_dir
 from .teachers import check_teacher, clip_text_features, minilm_features
@@ -82,6 +83,7 @@ def make_config(
     unknown = set(overrides) - set(config) - {"tsne_points"}
     if unknown:
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}")
+    method_class(config["method"]).check_config(config)
     return config
 
 
@@ -106,12 +108,35 @@ def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     return data, tokenizer, model
 
 
+def trained_runs() -> Trained:
+    """``trained(config)``: the trained model and tokenizer of the run ``config`` (``load_trained(run(config))``:
+    trained first if it is not stored), loaded once per ``trained_runs()`` (so ``Method.wrap_model`` and
+    ``Method.arguments`` of one run share one teacher object)."""
+    loaded: dict[str, tuple[torch.nn.Module, Any]] = {}
+
+    def trained(config: dict[str, Any]) -> tuple[torch.nn.Module, Any]:
+        key = runs.config_hash(config)
+        if key not in loaded:
+            loaded[key] = load_trained(run(config))
+        return loaded[key]
+
+    return trained
+
+
+def wrap_model(config: dict[str, Any], model: torch.nn.Module, trained: Trained | None = None) -> torch.nn.Module:
+    """The model a run of ``config`` trains and stores (``Method.wrap_model``): the built model itself for every
+    method but DIME-FM, whose run trains a composite of the student's image tower and the teacher's text tower."""
+    return method_class(config["method"]).wrap_model(model, dict(config["method_kwargs"]), trained or trained_runs())
+
+
 def method_arguments(config: dict[str, Any], data: PairedData, model: torch.nn.Module,
-                     tokenizer: Any = None) -> dict[str, Any]:
+                     tokenizer: Any = None, trained: Trained | None = None) -> dict[str, Any]:
     """The method's constructor arguments: ``method_kwargs`` completed by the method itself
-    (``Method.arguments``) from the data, the model and, when it asks, an external teacher's features."""
+    (``Method.arguments``) from the data, the model and, when it asks, an external teacher's features or
+    another run's trained model (``trained``)."""
     tokenizer = tokenizer or world_tokenizer(config["context_length"])
-    context = MethodContext(config, data, model, tokenizer, lambda name: teacher_features(name, config, data))
+    context = MethodContext(config, data, model, tokenizer, lambda name: teacher_features(name, config, data),
+                            trained or trained_runs())
     return method_class(config["method"]).arguments(dict(config["method_kwargs"]), context)
 
 
@@ -142,9 +167,12 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
     def compute() -> dict[str, Any]:
         t0 = time.perf_counter()
         data, tokenizer, model = build(config)
-        method = create_method(config["method"], **method_arguments(config, data, model, tokenizer))
+        trained = trained_runs()
+        model = wrap_model(config, model, trained)
+        method = create_method(config["method"], **method_arguments(config, data, model, tokenizer, trained))
+        data, sampler = method.training_data(data)
         t_setup = time.perf_counter() - t0
-        result = train(model, method, data, train_config(config, progress), checkpoint_path(config))
+        result = train(model, method, data, train_config(config, progress), checkpoint_path(config), sampler=sampler)
         t0 = time.perf_counter()
         metrics = evaluate_suite(model, tokenizer, config)
         t_eval = time.perf_counter() - t0
@@ -163,11 +191,13 @@ def run_seeds(config: dict[str, Any], seeds: list[int], progress: bool = True) -
 
 
 def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
-    """The trained model (eval mode) and tokenizer of a stored run."""
+    """The trained model (eval mode) and tokenizer of a stored run: the model it trained (``wrap_model``; for
+    DIME-FM the composite, its teacher loaded through its own stored run)."""
     config = record["config"]
     tokenizer = world_tokenizer(config["context_length"])
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
                          image_size=config["image_size"], seed=config["seed"])
+    model = wrap_model(config, model)
     state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
     return model.eval(), tokenizer

@@ -169,14 +169,18 @@ def train(
     """Train ``model`` with ``method`` on ``data``. With ``checkpoint_path`` a checkpoint is written after
     every episode and an existing one is resumed from (same config assumed: the caller keys the path by
     the run's config hash, and a sampler other than the default must be part of it). ``sampler`` orders each
-    episode (``vlp_lib.data.sampler``; default ``EpisodeSampler()``, the paired order of ``episode_indices``)."""
+    episode (``vlp_lib.data.sampler``; default ``EpisodeSampler()``, the paired order of ``episode_indices``).
+    ``epochs`` and ``episode_size`` count samples of the sampler's ``size``: its image pool when it has one (an
+    epoch of DIME-FM is a pass over its image corpus, however large the text corpus joined to it)."""
     n = len(data)
-    config.validate(n)
     sampler = EpisodeSampler() if sampler is None else sampler
-    sampler.check(n, config.episode_length(n), config.batch_size)
+    n_epoch = sampler.size(n)  # epochs and episodes count over the sampler's images (all the data by default)
+    config.validate(n_epoch)
+    episode_length = config.episode_length(n_epoch)
+    sampler.check(n, episode_length, config.batch_size)
     method.check_data(data)
-    n_episodes = config.n_episodes(n)
-    steps_per_episode = config.steps_per_episode(n)
+    n_episodes = config.n_episodes(n_epoch)
+    steps_per_episode = config.steps_per_episode(n_epoch)
     total_steps = n_episodes * steps_per_episode
     lock_step = int(round(total_steps * (1.0 - config.image_lock_fraction))) if config.image_lock_fraction else None
     image_size = model_image_size(model)
@@ -216,7 +220,7 @@ def train(
     )
     t_train = 0.0  # this call's training time (timings accumulate across resumes)
     for ep in range(start_episode, n_episodes):
-        plan = sampler.plan(config.seed, ep, n, config.episode_length(n), config.batch_size)
+        plan = sampler.plan(config.seed, ep, n, episode_length, config.batch_size)
         indices = plan.images
         gen = torch.Generator().manual_seed(config.seed * 1_000_003 + ep)
 

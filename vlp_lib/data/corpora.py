@@ -16,6 +16,10 @@ DIME-FM distils with images and sentences that were never paired. Its three kind
 
 ``class_prompts`` gives the class-name prompts of DIME-FM Supp G's setting (3) ("a photo of a {}").
 
+A corpus is named in a run config by a JSON-able spec (``check_corpus``, ``build_corpus``): captions, NLP
+sentences, prompts, a union of corpora, or the constructed corpus (built by the DIME-FM method, which has the
+teacher's features).
+
 Everything is deterministic: sentence ``i`` of a corpus depends on ``(seed, i)`` only, so the corpus of ``n``
 sentences is a prefix of the corpus of ``n' > n`` with the same seed. Corpus seeds must lie below
 ``tasks.TASK_SEED_BASE`` (evaluation tasks' seeds), so that no corpus holds an evaluation image's caption.
@@ -23,7 +27,7 @@ sentences is a prefix of the corpus of ``n' > n`` with the same seed. Corpus see
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -190,3 +194,105 @@ def class_prompts(classnames: Sequence[str], template: str = "a photo of a {}.")
             or template.count("}") != 1:
         raise ValueError(f"template must be a string with exactly one '{{}}', got {template!r}")
     return [template.format(c) for c in classnames]
+
+
+# --- corpus specs: a text corpus named by a JSON-able dict (DIME-FM's ``method_kwargs["texts"]``) ------------
+
+# kind -> (required keys, optional keys)
+CORPUS_KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "captions": (("n", "seed"), ("world_knobs",)),
+    "nlp": (("n", "seed"), ()),
+    "prompts": (("classnames",), ("template",)),
+    "union": (("parts",), ()),
+    "constructed": (("queries", "pool"), ()),
+}
+DEFAULT_TEMPLATE = "a photo of a {}."
+
+
+def constructed_parts(spec: Any) -> list[dict[str, Any]]:
+    """The constructed corpora of a checked spec (itself, or parts of its unions); ``[]`` for anything else."""
+    if not isinstance(spec, dict):
+        return []
+    if spec.get("kind") == "constructed":
+        return [spec]
+    if spec.get("kind") == "union":
+        return [c for part in spec["parts"] for c in constructed_parts(part)]
+    return []
+
+
+def check_corpus(spec: Any) -> dict[str, Any]:
+    """``ValueError`` naming what is wrong with a corpus spec, without computing anything; returns ``spec``.
+
+    A spec is a dict with a ``"kind"``:
+
+    - ``{"kind": "captions", "n", "seed", "world_knobs": {...}}``: ``caption_corpus(n, seed, **world_knobs)``;
+    - ``{"kind": "nlp", "n", "seed"}``: ``nlp_corpus(n, seed)``;
+    - ``{"kind": "prompts", "classnames": [...], "template": "a photo of a {}."}``: ``class_prompts``;
+    - ``{"kind": "union", "parts": [spec, ...]}``: the parts' sentences one after the other;
+    - ``{"kind": "constructed", "queries", "pool": spec}``: the teacher-nearest pool sentence of each of the first
+      ``queries`` images of the image corpus (``nearest_sentences``), the stand-in for DIME-FM's Algorithm 1.
+      It needs the teacher's features, so only a method that has them builds it (``build_corpus`` with
+      ``query_features`` and ``encode``); its pool holds no constructed corpus.
+    """
+    if not isinstance(spec, dict):
+        raise ValueError(f"spec must be a dict with a 'kind' (one of {sorted(CORPUS_KINDS)}), got {spec!r}")
+    kind = spec.get("kind")
+    if kind not in CORPUS_KINDS:
+        raise ValueError(f"kind must be one of {sorted(CORPUS_KINDS)}, got {kind!r}")
+    required, optional = CORPUS_KINDS[kind]
+    missing = [k for k in required if k not in spec]
+    if missing:
+        raise ValueError(f"a {kind!r} corpus needs {missing}, got {spec!r}")
+    unknown = set(spec) - {"kind", *required, *optional}
+    if unknown:
+        raise ValueError(f"unknown key(s) {sorted(unknown)} of a {kind!r} corpus; known: {[*required, *optional]}")
+    if kind in ("captions", "nlp"):
+        check_positive_int("n", spec["n"])
+        _check_corpus_seed(spec["seed"])
+        knobs = spec.get("world_knobs", {})
+        if not isinstance(knobs, dict):
+            raise ValueError(f"world_knobs must be a dict of world knobs, got {knobs!r}")
+        check_knobs(**knobs)
+    elif kind == "prompts":
+        class_prompts(spec["classnames"], spec.get("template", DEFAULT_TEMPLATE))
+    elif kind == "union":
+        parts = spec["parts"]
+        if not isinstance(parts, (list, tuple)) or not parts:
+            raise ValueError(f"parts must be a non-empty list of corpus specs, got {parts!r}")
+        for part in parts:
+            check_corpus(part)
+    else:
+        check_positive_int("queries", spec["queries"])
+        check_corpus(spec["pool"])
+        if constructed_parts(spec["pool"]):
+            raise ValueError("pool of a 'constructed' corpus must not itself hold a constructed corpus")
+    return spec
+
+
+def build_corpus(spec: dict[str, Any], query_features: Any = None,
+                 encode: Callable[[list[str]], Any] | None = None) -> list[str]:
+    """The sentences of the corpus ``spec`` (``check_corpus``, called first: bad specs compute nothing).
+
+    A ``"constructed"`` corpus (also inside a union) needs the teacher: ``query_features`` are its image features
+    of the image corpus (rows in corpus order; the first ``queries`` are the queries) and ``encode(texts)`` its
+    text features of a list of sentences; the corpus is ``nearest_sentences(query_features[:queries],
+    encode(pool), pool)``. Without them it is refused with a ``ValueError`` naming ``spec``: the DIME-FM method
+    builds it, it has the teacher.
+    """
+    check_corpus(spec)
+    kind = spec["kind"]
+    if kind == "captions":
+        return caption_corpus(spec["n"], spec["seed"], **spec.get("world_knobs", {}))
+    if kind == "nlp":
+        return nlp_corpus(spec["n"], spec["seed"])
+    if kind == "prompts":
+        return class_prompts(spec["classnames"], spec.get("template", DEFAULT_TEMPLATE))
+    if kind == "union":
+        return [t for part in spec["parts"] for t in build_corpus(part, query_features, encode)]
+    if query_features is None or encode is None:
+        raise ValueError("spec: a 'constructed' corpus picks the teacher-nearest sentences of its pool, so it needs "
+                         "the teacher's features (query_features and encode); the DIME-FM method builds it")
+    if spec["queries"] > len(query_features):
+        raise ValueError(f"queries ({spec['queries']}) is more than the image corpus' {len(query_features)} images")
+    pool = build_corpus(spec["pool"])
+    return nearest_sentences(query_features[: spec["queries"]], encode(pool), pool)

@@ -65,7 +65,13 @@ class EpisodePlan:
 
 
 class Sampler:
-    """Base class: ``check`` refuses a bad setting before any compute, ``plan`` orders one episode."""
+    """Base class: ``check`` refuses a bad setting before any compute, ``plan`` orders one episode, ``size`` says
+    how many samples one epoch passes over."""
+
+    def size(self, n_data: int) -> int:
+        """The number of samples an epoch is a pass over (the trainer counts ``epochs`` and the episode length in
+        them): all ``n_data`` rows by default."""
+        return n_data
 
     def check(self, n_data: int, episode_length: int, batch_size: int) -> None:
         """``ValueError`` naming the parameter when this sampler cannot serve the trainer's setting."""
@@ -108,6 +114,13 @@ class EpisodeSampler(Sampler):
         self.paired = paired
         self.images = images
         self.texts = texts
+
+    def size(self, n_data: int) -> int:
+        """The image pool's size (all the data without one): an epoch is a pass over the images, as the official
+        DIME-FM code's epoch is a pass of its image loader (the text loader is recycled), whatever the size of
+        the text corpus beside them."""
+        pool = _pool("images", self.images, n_data)
+        return n_data if pool is None else len(pool)
 
     def check(self, n_data: int, episode_length: int, batch_size: int) -> None:
         images = _pool("images", self.images, n_data)

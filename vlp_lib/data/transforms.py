@@ -194,12 +194,15 @@ def gaussian_blur(
 # [0.9, 1]), and "local", its local view L (RandomResizedCrop with scale [0.5, 1]). The paper gives neither the
 # aspect ratio range nor flips: L keeps torchvision's ratio (3/4, 4/3), no flip and no colour operation, so that
 # G and L differ only in how much of the image they keep. Methods ask for L with ``Batch.view("local")``.
+# "rrc" is DIME-FM's basic student augmentation (official build_transform: RandomResizedCrop scale (0.08, 1),
+# ratio (3/4, 4/3), horizontal flip 0.5, no colour operation; Supp A.1 finds stronger augmentation harmful).
 AUGMENTATIONS: dict[str, dict] = {
     "off": {},
     "none": {"scale": (0.9, 1.0)},
     "local": {"scale": (0.5, 1.0), "ratio": (3 / 4, 4 / 3)},
     "simclr": {"scale": (0.08, 1.0), "flip_p": 0.5, "jitter_p": 0.8, "gray_p": 0.2, "blur_p": 0.5},
     "protoclip": {"scale": (0.5, 1.0), "flip_p": 0.5, "jitter_p": 0.2, "gray_p": 0.2, "blur_p": 0.5},
+    "rrc": {"scale": (0.08, 1.0), "ratio": (3 / 4, 4 / 3), "flip_p": 0.5},
 }
 
 

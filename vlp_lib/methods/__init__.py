@@ -10,10 +10,11 @@ from typing import Any
 
 from .base import Batch, Episode, Method, MethodContext
 from .clip import CLIP
+from .dimefm import DIMEFM
 from .protoclip import ProtoCLIP
 from .pyramidclip import PyramidCLIP
 
-_METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP, "pyramidclip": PyramidCLIP}
+_METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP, "pyramidclip": PyramidCLIP, "dimefm": DIMEFM}
 
 
 def register_method(cls: type[Method]) -> type[Method]:
@@ -39,4 +40,4 @@ def create_method(name: str, **kwargs: Any) -> Method:
     return _METHODS[check_method_name(name)](**kwargs)
 
 
-__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "ProtoCLIP", "PyramidCLIP", "create_method", "available_methods", "register_method"]
+__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "DIMEFM", "ProtoCLIP", "PyramidCLIP", "create_method", "available_methods", "register_method"]

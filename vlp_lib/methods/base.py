@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from ..data.paired import PairedData
+from ..data.sampler import Sampler
 from ..data.transforms import AUGMENTATIONS
 from ..models import clamp_logit_scale_
 
@@ -125,17 +126,33 @@ class Batch:
         return self._cache[key]
 
 
+# what a method asks for a trained run with: a run config -> (trained model in eval mode, its tokenizer)
+Trained = Callable[[dict[str, Any]], tuple[nn.Module, Any]]
+
+
+def load_run(config: dict[str, Any]) -> tuple[nn.Module, Any]:
+    """The trained model (eval mode) and tokenizer of the run ``config``, trained first if it is not stored:
+    ``experiment.load_trained(experiment.run(config))``. A teacher trained by the book (DIME-FM) is an ordinary
+    run, cached by its config hash and code fingerprint like any other."""
+    from ..experiment import load_trained, run  # late: experiment imports the methods
+
+    return load_trained(run(config))
+
+
 @dataclass
 class MethodContext:
     """What a method may build its arguments from (``Method.arguments``): the run's config, its training pairs
-    (``data.extra`` may be extended with side data), the freshly initialised model, the tokenizer, and
-    ``teacher_features(name)``: an external teacher's (PCA-reduced) features of every training caption."""
+    (``data.extra`` may be extended with side data), the freshly initialised model (already ``wrap_model``-ed),
+    the tokenizer, ``teacher_features(name)``: an external teacher's (PCA-reduced) features of every training
+    caption, and ``trained(config)``: the trained model and tokenizer of another run (``load_run``), e.g. a
+    frozen teacher."""
 
     config: dict[str, Any]
     data: PairedData
     model: nn.Module
     tokenizer: Any
     teacher_features: Callable[[str], Any]
+    trained: Trained = load_run
 
 
 class Method(nn.Module):
@@ -156,6 +173,20 @@ class Method(nn.Module):
             raise ValueError(f"method_kwargs: {cls.name} takes no arguments, got {sorted(kwargs)}")
 
     @classmethod
+    def check_config(cls, config: dict[str, Any]) -> None:
+        """``ValueError`` naming the parameter for what the method cannot run with given the whole run config
+        (``make_config`` calls it last, before any compute): e.g. a student larger than its teacher. Default:
+        nothing to check beyond ``check_kwargs``."""
+
+    @classmethod
+    def wrap_model(cls, model: nn.Module, kwargs: dict[str, Any], trained: Trained) -> nn.Module:
+        """The model the run trains, evaluates and checkpoints, from the freshly built one (``experiment.run``)
+        or the one a stored checkpoint is loaded into (``experiment.load_trained``): the same call in both, so
+        a checkpoint always fits. ``trained(config)`` gives another run's trained model (a teacher). Default:
+        ``model`` itself. DIME-FM: the student's image tower + the frozen teacher's text tower."""
+        return model
+
+    @classmethod
     def arguments(cls, kwargs: dict[str, Any], context: "MethodContext") -> dict[str, Any]:
         """The constructor arguments of a run from its ``method_kwargs`` and what exists only once data and model
         do (``context``): a method that needs a teacher's features, the image tower or side data prepared from
@@ -174,6 +205,12 @@ class Method(nn.Module):
             if name not in AUGMENTATIONS:
                 raise ValueError(f"views: method {self.name!r} asks for view {name!r}, not one of "
                                  f"{sorted(AUGMENTATIONS)}")
+
+    def training_data(self, data: PairedData) -> tuple[PairedData, Sampler | None]:
+        """The data the trainer iterates and the sampler that orders it (``None``: the trainer's default,
+        ``EpisodeSampler()``). Called once, after the method is built. Default: ``(data, None)``. DIME-FM joins
+        its text corpus to the image corpus and returns an unpaired sampler over the two pools."""
+        return data, None
 
     def on_episode_start(self, model: nn.Module, episode: Episode) -> None:
         """Per-episode work before training on it (ProtoCLIP: features, K-Means, PBT). Record stage
