@@ -1,0 +1,187 @@
+"""The DIME-FM chapter's plan and claims (``vlp_lib.chapters.dimefm``): configs, corpora, paper numbers, verdicts."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vlp_lib import experiment
+from vlp_lib.chapters.dimefm import chapter, paper
+from vlp_lib.data import corpora
+from vlp_lib.data.tasks import SHAPE_SET_A
+
+
+def _records(values, metric):
+    return [{"seed": s, "metrics": {metric: v}, "config": {"seed": s}} for s, v in enumerate(values)]
+
+
+ALL_ROWS = [*chapter.BENCHMARK, *chapter.COMPONENTS, *chapter.EXTENSIONS]
+
+
+@pytest.mark.parametrize("scale", ["smoke", "laptop"])
+def test_every_row_has_a_valid_config(scale, monkeypatch):
+    monkeypatch.setattr(experiment, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
+    teacher = chapter.config(chapter.TEACHER, scale, chapter.TEACHER_SEED)
+    assert teacher["model"] == "rn-small" and teacher["method"] == "clip"
+    for row in ALL_ROWS:
+        c = chapter.config(row, scale, 1)
+        steps = c["epochs"] * c["train_size"] // c["batch_size"]
+        assert 1 <= c["warmup_steps"] <= 0.1 * steps + 1
+        if row.method == "dimefm":
+            assert c["method_kwargs"]["teacher"] == teacher  # one teacher, whatever the student's seed
+            assert c["model"] == "rn-tiny" and c["weight_decay"] == paper.NUMBERS["weight_decay"]
+        elif row != chapter.TEACHER:
+            assert c["augmentation"] == "none" and c["model"] == "rn-tiny"
+    student = chapter.config(chapter.STUDENT, scale)
+    assert student["augmentation"] == "rrc" and student["method_kwargs"]["lambda1"] == paper.NUMBERS["lambda1"]
+    assert student["method_kwargs"]["paired"] is False and student["method_kwargs"]["texts"] == "own"
+    assert chapter.config(chapter.PAIRED, scale)["method_kwargs"]["paired"] is True
+    assert [chapter.config(r, scale)["augmentation"] for r in chapter.AUGMENTATION_ROWS] == ["off", "rrc", "simclr"]
+
+
+def test_references_match_the_teacher_and_the_student():
+    c_big, teacher = chapter.config(chapter.C_BIG, "laptop"), chapter.config(chapter.TEACHER, "laptop")
+    for key in ("train_size", "world_seed", "world_knobs", "epochs", "batch_size"):
+        assert c_big[key] == teacher[key], key
+    c_small, student = chapter.config(chapter.C_SMALL, "laptop"), chapter.config(chapter.STUDENT, "laptop")
+    for key in ("train_size", "world_seed", "world_knobs", "epochs", "batch_size", "eval_tasks"):
+        assert c_small[key] == student[key], key
+    assert c_small["world_seed"] != teacher["world_seed"]
+    assert teacher["train_size"] == 20_480 and teacher["epochs"] == 4 and student["train_size"] == 10_240
+    assert student["epochs"] * student["train_size"] < c_big["epochs"] * c_big["train_size"]
+    for row in chapter.COMPONENTS:
+        c = chapter.config(row, "laptop")
+        assert c["eval_tasks"] == ["shapesA"] and set(c["world_knobs"]["shapes"]) == set(SHAPE_SET_A)
+
+
+def test_the_supp_g_text_corpora_cover_what_they_claim():
+    words = lambda texts: {w for t in texts for w in t.lower().replace(".", " ").split()}  # noqa: E731
+    single = lambda shapes: {s for s in shapes if " " not in s}  # noqa: E731  one-word shape names
+    covered = corpora.build_corpus(chapter.text_spec("covered", "smoke"))
+    independent = corpora.build_corpus(chapter.text_spec("independent", "smoke"))
+    assert single(SHAPE_SET_A) & words(covered)
+    assert not single(SHAPE_SET_A) & words(independent)  # setting (2): no image concept is named
+    partial = corpora.build_corpus(chapter.text_spec("partial", "smoke"))
+    prompts = [t for t in partial if t.startswith("a photo of a ")]
+    assert partial[: len(independent)] == independent
+    assert set(prompts) == {chapter.PROMPT_TEMPLATE.format(s) for s in SHAPE_SET_A}
+    laptop = chapter.CHAPTER_SCALES["laptop"]
+    n_prompts = chapter.prompt_repeats(laptop) * len(SHAPE_SET_A)
+    share = n_prompts / (laptop["sweep_size"] + n_prompts)
+    assert share == pytest.approx(chapter.PROMPT_SHARE, abs=0.01)
+    with pytest.raises(ValueError, match="texts"):
+        chapter.text_spec("nlp only", "smoke")
+
+
+def test_claims_are_complete_and_take_the_paper_numbers_from_paper_py():
+    ids = [c.id for c in chapter.CLAIMS]
+    assert len(ids) == len(set(ids))
+    assert {i.split("_")[0].rstrip("abc") for i in ids} == {f"D{k}" for k in range(1, 12)}
+    assert {c.notebook for c in chapter.CLAIMS} == set(chapter.CLAIM_NOTEBOOKS)
+    assert {c.kind for c in chapter.CLAIMS} <= set(chapter.KINDS)
+    by_id = {c.id: c for c in chapter.CLAIMS}
+    assert by_id["D1"].paper_effect == pytest.approx((61.03 - 60.95) / 100)
+    assert by_id["D2"].paper_effect == pytest.approx((38.8 - 38.6) / 100)
+    assert by_id["D11_texts"].paper_effect == pytest.approx((50.12 - 49.4) / 100)
+    assert paper.table4_average("Distill-ViT-B/32 (NLP Texts)") == pytest.approx(50.12)
+    assert {c.id for c in chapter.CLAIMS if c.kind == "not_run"} == {"D4", "D5", "D10"}
+    assert all(c.reason for c in chapter.CLAIMS if c.kind == "not_run")
+    assert {c.id for c in chapter.CLAIMS if c.extension} == {"D8_covered", "D8_independent"}
+    for c in chapter.CLAIMS:
+        if c.kind in ("equivalence", "noninferiority"):
+            assert c.margin > 0
+        if c.kind not in ("mmd", "not_run"):
+            assert c.rows() and all(r in ALL_ROWS for r in c.rows())
+    assert set(chapter.not_run_table().index) == {"D4", "D5", "D8_covered", "D8_independent", "D10"}
+
+
+def test_equivalence_and_non_inferiority_verdicts():
+    d1 = next(c for c in chapter.CLAIMS if c.id == "D1")
+    ref = _records([0.50, 0.52, 0.51], d1.metric)
+    close = chapter.judge(d1, {d1.better: _records([0.502, 0.519, 0.512], d1.metric), d1.reference: ref})
+    assert close["verdict"] == "reproduced" and close["seeds"] == 3
+    far = chapter.judge(d1, {d1.better: _records([0.40, 0.421, 0.409], d1.metric), d1.reference: ref})
+    assert far["verdict"] == "opposite"
+    noisy = chapter.judge(d1, {d1.better: _records([0.45, 0.55, 0.50], d1.metric), d1.reference: ref})
+    assert noisy["verdict"] == "inconclusive" and noisy["seeds_needed"]
+    d11 = next(c for c in chapter.CLAIMS if c.id == "D11")
+    above = chapter.judge(d11, {d11.better: _records([0.51, 0.525, 0.515], d11.metric),
+                                d11.reference: _records([0.50, 0.52, 0.51], d11.metric)})
+    assert above["verdict"] == "reproduced"
+    below = chapter.judge(d11, {d11.better: _records([0.45, 0.47, 0.46], d11.metric),
+                                d11.reference: _records([0.50, 0.52, 0.51], d11.metric)})
+    assert below["verdict"] == "opposite"
+    assert chapter.judge(d1, {d1.better: ref})["verdict"] == "not run"
+
+
+def test_best_of_takes_the_best_candidate_and_not_run_claims_stay_not_run():
+    claim = next(c for c in chapter.CLAIMS if c.id == "D7_covered")
+    key = claim.metric
+    low, best = claim.candidates
+    results = {claim.reference: _records([0.30, 0.31, 0.32], key), low: _records([0.29, 0.30, 0.31], key),
+               best: _records([0.40, 0.42, 0.41], key)}
+    line = chapter.judge(claim, results)
+    assert line["verdict"] == "reproduced" and f"lambda1 = {best.lambda1}" in line["book_value"]
+    d4 = next(c for c in chapter.CLAIMS if c.id == "D4")
+    assert chapter.judge(d4, results)["verdict"] == "not run"
+
+
+def _mmd(values):
+    """A fake D6 record: every kernel and draw gets the matrix of ``values`` (pair -> MMD^2)."""
+    sets = list(chapter.MMD_SETS)
+    m = pd.DataFrame(0.0, index=sets, columns=sets)
+    for (a, b), v in values.items():
+        m.loc[a, b] = m.loc[b, a] = v
+    return {"metrics": {"sets": sets, "mmd2": {k: [m.values.tolist()] * 3 for k in chapter.MMD_KERNELS}}}
+
+
+def test_mmd_claims_need_every_kernel_and_draw():
+    gap = {("images", "captions"): 0.5, ("images", "NLP"): 0.7, ("images", "constructed"): 0.45,
+           ("captions", "NLP"): 0.2, ("captions", "constructed"): 0.05, ("NLP", "constructed"): 0.15}
+    claims = {c.check: c for c in chapter.CLAIMS if c.kind == "mmd"}
+    for check in ("gap", "captions", "images"):
+        assert chapter.judge(claims[check], {}, _mmd(gap))["verdict"] == "reproduced"
+    reversed_ = {**gap, ("images", "NLP"): 0.1, ("images", "constructed"): 0.3}
+    assert chapter.judge(claims["images"], {}, _mmd(reversed_))["verdict"] == "opposite"
+    mixed = _mmd(gap)
+    mixed["metrics"]["mmd2"]["rbf"][0] = _mmd(reversed_)["metrics"]["mmd2"]["rbf"][0]
+    line = chapter.judge(claims["images"], {}, mixed)
+    assert line["verdict"] == "inconclusive" and "8 of 9" in line["book_value"]
+    assert chapter.judge(claims["gap"], {}, None)["verdict"] == "not run"
+
+
+def test_every_dimefm_notebook_shows_its_claims_and_all_reach_the_scorecard():
+    from vlp_lib.book import report
+    from vlp_lib.paths import REPO_ROOT
+
+    card = report.scorecard("smoke")
+    card_ids = list(card.loc[card["paper"] == "DIME-FM", "id"])
+    papers = list(dict.fromkeys(card["paper"]))
+    assert papers.index("DIME-FM") == papers.index("PyramidCLIP") + 1
+    shown = set()
+    for name in chapter.CLAIM_NOTEBOOKS:
+        cells = json.loads((REPO_ROOT / "notebooks" / f"dimefm_{name}.ipynb").read_text())["cells"]
+        assert f'claims_table(results, notebook="{name}"' in "".join("".join(c["source"]) for c in cells)
+        shown |= set(chapter.claims_table({}, notebook=name).index)
+    assert shown == set(card_ids) == {c.id for c in chapter.CLAIMS}
+
+
+def test_the_chapter_names_the_source_defects():
+    from vlp_lib.paths import REPO_ROOT
+
+    text = "".join("".join(c["source"]) for c in json.loads(
+        (REPO_ROOT / "notebooks" / "dimefm_benchmark.ipynb").read_text())["cells"])
+    for needle in ("9.4%", "92.2%", "475.4%", "66.5%", "60.8%", "50.12", "50.2"):
+        assert needle in text, needle
+    assert len(paper.SOURCE_DEFECTS) >= 3
+    assert np.isclose(paper.TABLE3["Imagenet"][4] - paper.TABLE3["Imagenet"][3], 8.1)
+
+
+def test_resolve_seeds_and_unknown_scale():
+    assert chapter.resolve_seeds("smoke", None) == [0, 1]
+    assert chapter.resolve_seeds("laptop", "[3, 4]") == [3, 4]
+    with pytest.raises(ValueError, match="scale"):
+        chapter.config(chapter.STUDENT, "huge")
+    with pytest.raises(ValueError, match="notebook"):
+        chapter.claims_table({}, notebook="ablation")
