@@ -98,3 +98,6 @@ def test_runs_at_smoke_scale(path, tmp_path, shared_store, monkeypatch):
     streams = "".join(out.get("text", "") for cell in bookbuild.clean(executed)["cells"]
                       for out in cell.get("outputs", []) if out.get("output_type") == "stream")
     assert "\r" not in streams and "it/s]" not in streams and "Tqdm" not in streams, "the page shows no progress bars"
+    figures = [out["data"] for cell in executed["cells"] for out in cell.get("outputs", [])
+               if "<Figure size" in "".join(out.get("data", {}).get("text/plain", ""))]
+    assert all("image/png" in data for data in figures), "every displayed figure reaches the page as a PNG"

@@ -46,6 +46,25 @@ STYLE: dict[str, Any] = {
 DPI = 150
 
 
+def _show_figures_inline() -> None:
+    """Let Jupyter display a returned ``Figure`` as a PNG. IPython's inline backend registers that display
+    formatter only once ``pyplot`` is imported, and this module never imports it: without this, an executed
+    notebook kept only the text "<Figure size ...>" of every figure and the built pages showed none.
+    Outside IPython (scripts, tests) it does nothing."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("png")
+
+
+_show_figures_inline()
+
+
 def use_style() -> None:
     """Apply ``STYLE`` globally (for figures a notebook draws itself, so they match the library's)."""
     mpl.rcParams.update(STYLE)
