@@ -680,6 +680,14 @@ def _mmd_sample(x: ArrayLike, name: str) -> np.ndarray:
     return a
 
 
+def _mmd_samples(arrays: Sequence[ArrayLike], names: Sequence[str]) -> list[np.ndarray]:
+    """``_mmd_sample`` of each array, all of the first one's width (``_check_dim``)."""
+    samples = [_mmd_sample(a, n) for a, n in zip(arrays, names)]
+    for s, n in zip(samples[1:], names[1:]):
+        _check_dim(samples[0], s, names[0], n)
+    return samples
+
+
 def _mmd_options(kernel: str, degree: int, bandwidth: float | None) -> None:
     if kernel not in MMD_KERNELS:
         raise ValueError(f"kernel must be one of {MMD_KERNELS}, got {kernel!r}")
@@ -721,6 +729,20 @@ def _within_mean(a: np.ndarray, kernel: str, degree: int, sigma: float | None) -
     return float((k.sum() - np.trace(k)) / (n * (n - 1)))
 
 
+def _sigma(kernel: str, bandwidth: float | None, samples: Sequence[np.ndarray]) -> float | None:
+    """The RBF bandwidth: ``bandwidth`` if given, else the median heuristic on the pooled ``samples``; ``None``
+    for the other kernels."""
+    if kernel != "rbf":
+        return None
+    return float(bandwidth) if bandwidth is not None else _median_distance(samples)
+
+
+def _mmd2(a: np.ndarray, b: np.ndarray, within_a: float, within_b: float, kernel: str, degree: int,
+          sigma: float | None) -> float:
+    """MMD^2_u from the two within-sample terms (``_within_mean``) and the cross term of ``a`` and ``b``."""
+    return within_a + within_b - 2.0 * float(_gram(a, b, kernel, degree, sigma).mean())
+
+
 def rbf_bandwidth(x: ArrayLike, y: ArrayLike, *more: ArrayLike) -> float:
     """The median heuristic: sigma = median of the pairwise Euclidean distances of the pooled sample.
 
@@ -731,10 +753,7 @@ def rbf_bandwidth(x: ArrayLike, y: ArrayLike, *more: ArrayLike) -> float:
     (chapter spec 2.2, ambiguity 4).
     """
     names = ["x", "y"] + [f"more[{i}]" for i in range(len(more))]
-    samples = [_mmd_sample(s, n) for s, n in zip((x, y, *more), names)]
-    for s, n in zip(samples[1:], names[1:]):
-        _check_dim(samples[0], s, "x", n)
-    return _median_distance(samples)
+    return _median_distance(_mmd_samples((x, y, *more), names))
 
 
 def mmd(
@@ -764,13 +783,10 @@ def mmd(
     teacher's joint space. Symmetric in ``x`` and ``y``.
     """
     _mmd_options(kernel, degree, bandwidth)
-    a, b = _mmd_sample(x, "x"), _mmd_sample(y, "y")
-    _check_dim(a, b, "x", "y")
-    sigma = None
-    if kernel == "rbf":
-        sigma = float(bandwidth) if bandwidth is not None else _median_distance([a, b])
-    cross = float(_gram(a, b, kernel, degree, sigma).mean())
-    return _within_mean(a, kernel, degree, sigma) + _within_mean(b, kernel, degree, sigma) - 2.0 * cross
+    a, b = _mmd_samples((x, y), ("x", "y"))
+    sigma = _sigma(kernel, bandwidth, [a, b])
+    return _mmd2(a, b, _within_mean(a, kernel, degree, sigma), _within_mean(b, kernel, degree, sigma), kernel,
+                 degree, sigma)
 
 
 def mmd_matrix(
@@ -798,16 +814,11 @@ def mmd_matrix(
     names = [str(k) for k in sets]
     if len(set(names)) != len(names):
         raise ValueError(f"sets has names that collide as strings: {names}")
-    samples = [_mmd_sample(v, f"sets[{n!r}]") for n, v in zip(names, sets.values())]
-    for n, s in zip(names[1:], samples[1:]):
-        _check_dim(samples[0], s, f"sets[{names[0]!r}]", f"sets[{n!r}]")
-    sigma = None
-    if kernel == "rbf":
-        sigma = float(bandwidth) if bandwidth is not None else _median_distance(samples)
+    samples = _mmd_samples(list(sets.values()), [f"sets[{n!r}]" for n in names])
+    sigma = _sigma(kernel, bandwidth, samples)
     within = [_within_mean(s, kernel, degree, sigma) for s in samples]
     out = np.zeros((len(samples), len(samples)))
     for i in range(len(samples)):
         for j in range(i + 1, len(samples)):
-            cross = float(_gram(samples[i], samples[j], kernel, degree, sigma).mean())
-            out[i, j] = out[j, i] = within[i] + within[j] - 2.0 * cross
+            out[i, j] = out[j, i] = _mmd2(samples[i], samples[j], within[i], within[j], kernel, degree, sigma)
     return pd.DataFrame(out, index=names, columns=names)

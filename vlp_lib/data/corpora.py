@@ -183,7 +183,11 @@ def nearest_sentences(query_features: Any, pool_features: Any, pool_texts: Seque
     return list(dict.fromkeys(texts[j] for j in idx.ravel()))
 
 
-def class_prompts(classnames: Sequence[str], template: str = "a photo of a {}.") -> list[str]:
+# Supp G setting (3)'s class-name prompt (CLIP's "a photo of a {}.")
+DEFAULT_TEMPLATE = "a photo of a {}."
+
+
+def class_prompts(classnames: Sequence[str], template: str = DEFAULT_TEMPLATE) -> list[str]:
     """One prompt per class name, ``template.format(name)``: the class-name texts of DIME-FM Supp G's setting (3)
     ("partially covered": unrelated captions plus prompts of the image corpus' classes). ``ValueError`` naming
     ``classnames`` (a non-empty sequence of non-empty strings) or ``template`` (exactly one ``{}``)."""
@@ -206,7 +210,6 @@ CORPUS_KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "union": (("parts",), ()),
     "constructed": (("queries", "pool"), ()),
 }
-DEFAULT_TEMPLATE = "a photo of a {}."
 
 
 def constructed_parts(spec: Any) -> list[dict[str, Any]]:

@@ -49,6 +49,15 @@ def _check_positive(value: float, name: str) -> float:
     return float(value)
 
 
+def check_lambdas(lambda1: float, lambda2: float) -> None:
+    """``ValueError`` naming ``lambda1`` (the L_p-vl weight, in [0, 1]) or ``lambda2`` (the L_udist weight, finite
+    and >= 0): the loss checks them at every call, the DIME-FM method once before any compute."""
+    if not _is_number(lambda1) or not 0.0 <= lambda1 <= 1.0:
+        raise ValueError(f"lambda1 must lie in [0, 1], got {lambda1!r}")
+    if not _is_number(lambda2) or lambda2 < 0:
+        raise ValueError(f"lambda2 must be a finite number >= 0, got {lambda2!r}")
+
+
 def _check_features(x: torch.Tensor, name: str) -> None:
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -196,10 +205,7 @@ def dimefm_loss(
     inter-batch L_p-vl (see ``pvl_loss``). A term with weight 0 is not computed (the code's ``use_*_loss`` flags)
     and is reported as a zero tensor, not as its value. All parameters are checked before any compute.
     """
-    if not _is_number(lambda1) or not 0.0 <= lambda1 <= 1.0:
-        raise ValueError(f"lambda1 must lie in [0, 1], got {lambda1!r}")
-    if not _is_number(lambda2) or lambda2 < 0:
-        raise ValueError(f"lambda2 must be a finite number >= 0, got {lambda2!r}")
+    check_lambdas(lambda1, lambda2)
     try:
         t_vl, t_pvl, t_udist = temperatures
     except (TypeError, ValueError):

@@ -28,9 +28,7 @@ at temperatures 1 / 3 / 7, Supp A.1's effective scales mu = 100 / 33.3 / 14.3 (n
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
-from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -42,7 +40,7 @@ from .. import runs
 from ..data.corpora import build_corpus, check_corpus, constructed_parts
 from ..data.paired import PairedData, concat, tokenize_all
 from ..data.sampler import EpisodeSampler, Sampler
-from ..losses.dimefm import dimefm_loss
+from ..losses.dimefm import check_lambdas, dimefm_loss
 from ..models import CompositeCLIP, count_parameters
 from ..teachers import frozen_arrays
 from .base import Batch, Episode, Method, MethodContext, Trained
@@ -50,10 +48,6 @@ from .base import Batch, Episode, Method, MethodContext, Trained
 OWN = "own"  # texts: the image corpus' own captions
 POLICIES = ("train", "reuse")  # teacher_policy: train the teacher run if it is not stored, or require it stored
 PVL = ("intra", "inter")  # L_p-vl's pseudo texts: this batch's teacher image features, or the previous batch's
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def teacher_stored(teacher: dict[str, Any]) -> bool:
@@ -143,11 +137,7 @@ class DIMEFM(Method):
             raise ValueError(f"method_kwargs: unknown DIME-FM argument(s) {sorted(unknown)}; known: {cls.ARGUMENTS}")
         if "teacher" not in kwargs:
             raise ValueError("teacher is required: the run config of the CLIP to distil (experiment.make_config)")
-        lambda1, lambda2 = kwargs.get("lambda1", 0.3), kwargs.get("lambda2", 0.0)
-        if not _is_number(lambda1) or not 0.0 <= lambda1 <= 1.0:
-            raise ValueError(f"lambda1 must lie in [0, 1], got {lambda1!r}")
-        if not _is_number(lambda2) or lambda2 < 0:
-            raise ValueError(f"lambda2 must be a finite number >= 0, got {lambda2!r}")
+        check_lambdas(kwargs.get("lambda1", 0.3), kwargs.get("lambda2", 0.0))
         if kwargs.get("pvl", "intra") not in PVL:
             raise ValueError(f"pvl must be one of {PVL}, got {kwargs['pvl']!r}")
         texts, paired = kwargs.get("texts", OWN), kwargs.get("paired", False)

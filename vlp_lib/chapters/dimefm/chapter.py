@@ -33,6 +33,7 @@ from ... import experiment, runs
 from ...book.report import EQUIVALENCE_RULE, SCORECARD_COLUMNS, equivalence_test, format_test, paired_test, \
     record_differences, seed_values
 from ...config import scale_defaults
+from ...data import corpora
 from ...data.tasks import ROBUST_TASKS, SEVEN_TASKS, SHAPE_SET_A, SHAPE_SET_B
 from .. import plan
 from ..plan import seeds_parameter
@@ -64,7 +65,7 @@ WORLD_KNOBS: dict[str, Any] = dict(mismatch_rate=0.02, junk_rate=0.1, omit_rate=
 # The Supp G worlds: one object per image, its shape in S_A (images, setting 1's captions) or S_B (settings 2, 3)
 CLASS_A_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, shapes=list(SHAPE_SET_A))
 CLASS_B_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, shapes=list(SHAPE_SET_B))
-PROMPT_TEMPLATE = "a photo of a {}."  # Supp G setting (3)'s class-name prompts ("- - -" line)
+PROMPT_TEMPLATE = corpora.DEFAULT_TEMPLATE  # Supp G setting (3)'s class-name prompts ("- - -" line)
 PROMPT_SHARE = 0.1  # the prompts' share of setting (3)'s text corpus (the paper gives none)
 LAMBDA1 = paper.NUMBERS["lambda1"]
 LAMBDA1_SWEEP = (0.0, 0.3, 0.9, 1.0)  # spec 2.3 asks for 0, 0.3, 0.7, 0.9, 1.0: 0.7 dropped for the budget
@@ -261,7 +262,6 @@ def constructed_corpus(scale: str, model: Any, tokenizer: Any, image_features: A
     the teacher-nearest pool sentence of each of the first ``queries`` images of the image corpus, deduplicated
     (``corpora.build_corpus`` on the teacher's unnormalised features, as the DIME-FM method builds it).
     ``image_features``: the teacher's (unnormalised) features of at least those images, if already computed."""
-    from ...data import corpora
     from ...data.world import generate
     from ...eval import encode_images, encode_texts
 
@@ -280,7 +280,6 @@ def _normalized(features: Any) -> np.ndarray:
 
 
 def _mmd_compute(scale: str) -> dict[str, Any]:
-    from ...data import corpora
     from ...data.world import generate
     from ...eval import encode_images, encode_texts, mmd_matrix
 
