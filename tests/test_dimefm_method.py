@@ -219,6 +219,20 @@ def test_teacher_features_are_its_unaugmented_images_and_its_texts(teacher_confi
     assert torch.equal(again.images.extra["teacher_image"], run.images.extra["teacher_image"])
 
 
+def test_teacher_features_follow_the_corpus_of_a_world_mix(teacher_config):
+    """Regression: the feature cache was keyed without ``world_mix``, so every coverage mix of one main world read
+    the first mix's teacher features (targets of other images)."""
+    mix = [{"n": 16, "seed": 11, "knobs": {"colours": ["teal"], "min_objects": 1, "max_objects": 1}}]
+    plain = prepare(student_config(teacher_config))
+    mixed = prepare(experiment.make_config("smoke", method="dimefm", method_kwargs={"teacher": teacher_config},
+                                           world_mix=mix, **TINY))
+    torch.testing.assert_close(mixed.images.extra["teacher_image"],
+                               ev.encode_images(mixed.teacher, mixed.images.images))
+    torch.testing.assert_close(mixed.images.extra["teacher_text"],
+                               ev.encode_texts(mixed.teacher, mixed.teacher_tokenizer, mixed.images.captions))
+    assert not torch.equal(mixed.images.extra["teacher_image"][-16:], plain.images.extra["teacher_image"][-16:])
+
+
 def test_paired_batches_hold_each_image_with_its_own_caption(teacher_config):
     config = student_config(teacher_config, paired=True)
     run = prepare(config)

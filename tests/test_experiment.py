@@ -3,7 +3,7 @@ import pytest
 from PIL import Image
 
 from vlp_lib import experiment
-from vlp_lib.data import world
+from vlp_lib.data import vocab, world
 from vlp_lib.data.csv_data import load_csv
 from vlp_lib.data.tokenizer import world_tokenizer
 
@@ -40,6 +40,14 @@ def no_compute(monkeypatch):
         ({"train_data": "/nonexistent/pairs.csv"}, "train_data"),
         ({"world_knobs": {"mismatch_rate": 2.0}}, "mismatch_rate"),
         ({"learning_rate": 0.1}, "learning_rate"),
+        ({"eval_probes": "no"}, "eval_probes"),
+        ({"world_mix": {"n": 4, "seed": 1}}, "world_mix"),
+        ({"world_mix": [{"n": 4}]}, "world_mix"),
+        ({"world_mix": [{"n": 0, "seed": 1}]}, "world_mix"),
+        ({"world_mix": [{"n": 4, "seed": 10**9}]}, "world_mix"),
+        ({"world_mix": [{"n": 4, "seed": 1, "colour": "red"}]}, "world_mix"),
+        ({"world_mix": [{"n": 4, "seed": 1, "knobs": {"shapes": ["blob"]}}]}, "shapes"),
+        ({"world_mix": [{"n": 200, "seed": 1}], "train_size": 128}, "world_mix"),
     ],
 )
 def test_bad_input_refused_before_any_compute(no_compute, kwargs, param):
@@ -91,3 +99,49 @@ def test_csv_missing_column_and_image(tmp_path):
     csv.write_text("filepath\ttitle\nmissing.png\thello\n")
     with pytest.raises(ValueError, match="missing"):
         experiment.make_config("smoke", train_data=str(csv))
+
+
+def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):
+    """A concept-coverage mix: the main world keeps train_size - n pairs, the part's n pairs come last."""
+    mix = [{"n": 16, "seed": 7, "knobs": {"shapes": ["ring"], "min_objects": 1, "max_objects": 1}}]
+    config = experiment.make_config("smoke", seed=0, **{**TINY, "world_mix": mix,
+                                                        "world_knobs": {"held_out_shapes": ["ring"]}})
+    data = experiment.world_data(config, world_tokenizer())
+    assert len(data) == config["train_size"] == 128
+    main = world.generate(112, seed=config["world_seed"], image_size=32, held_out_shapes=["ring"])
+    part = world.generate(16, seed=7, image_size=32, shapes=["ring"], min_objects=1, max_objects=1)
+    assert data.captions == list(main.captions) + list(part.captions)
+    np.testing.assert_array_equal(data.images[112:], part.images)
+    ring = vocab.SHAPES.index("ring")
+    shapes = data.extra["labels"]["shape"]
+    assert (shapes[112:] == ring).all() and not (shapes[:112] == ring).any()
+    assert "source" not in data.extra  # one training set: a method may concat it with its own sources
+    # without a mix: the one world, exactly as before
+    plain = experiment.make_config("smoke", seed=0, **TINY)
+    assert plain["world_mix"] == [] and experiment.world_data(plain, world_tokenizer()).captions == list(
+        world.generate(128, seed=plain["world_seed"], image_size=32).captions)
+
+
+def test_eval_probes_false_evaluates_zero_shot_only(monkeypatch):
+    config = experiment.make_config("smoke", seed=0, **{**TINY, "eval_probes": False, "eval_tasks": ["shapes24"]})
+    from vlp_lib import suite
+    from vlp_lib.data import tasks
+
+    loaded = []
+    load_task = tasks.load_task
+    monkeypatch.setattr(tasks, "load_task", lambda name, split, *a, **k: loaded.append(split) or load_task(
+        name, split, *a, **k))
+    data, tokenizer, model = experiment.build(config)
+    metrics = suite.evaluate_suite(model, tokenizer, config)
+    assert "train" not in loaded  # no probe, no train split
+    assert not any(k.split("/")[1] in ("linear", "knn", "ari", "ami") for k in metrics)
+    per_class = {k.rsplit("/", 1)[1]: v for k, v in metrics.items() if k.startswith("shapes24/zeroshot_top1/")}
+    assert set(per_class) <= set(tasks.TASKS["shapes24"]["classnames"]) and len(per_class) >= 10
+    test = load_task("shapes24", "test", n=config["task_test"], scale="smoke")
+    counts = np.bincount(test.labels, minlength=24)
+    weighted = sum(per_class[test.classnames[c]] * counts[c] for c in range(24) if counts[c]) / len(test.labels)
+    assert weighted == pytest.approx(metrics["shapes24/zeroshot_top1"])
+    # chance levels have the same keys
+    assert set(suite.chance_levels(config)) == set(metrics) - {"retrieval/modality_gap"}
+    with pytest.raises(ValueError, match="eval_probes"):
+        suite.evaluate_suite(model, tokenizer, {**config, "eval_tasks": ["presence"]})

@@ -19,7 +19,7 @@ from . import runs
 from .config import check_positive_int, resolve
 from .data import tasks as task_lib
 from .data.csv_data import check_csv, load_csv
-from .data.paired import PairedData, from_world
+from .data.paired import PairedData, concat, from_world
 from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
 from .suite import PROBES, evaluate_suite
@@ -44,8 +44,9 @@ def make_config(
     """The full, JSON-able config of one run: scale defaults, then explicit ``overrides``.
 
     Raises ``ValueError`` naming the parameter for anything invalid, before any data or model exists.
-    Keys: model, image_size, train_data ("world" or an OpenCLIP CSV path), train_size, world_seed, world_knobs, method, method_kwargs, eval_tasks,
-    context_length, and every ``TrainConfig`` field (epochs, batch_size, lr, warmup_steps, ...).
+    Keys: model, image_size, train_data ("world" or an OpenCLIP CSV path), train_size, world_seed, world_knobs,
+    world_mix (``check_world_mix``), method, method_kwargs, eval_tasks, eval_probes (``False``: zero-shot only,
+    ``suite.evaluate_suite``), context_length, and every ``TrainConfig`` field (epochs, batch_size, lr, ...).
     """
     params = resolve(scale, **overrides)
     config: dict[str, Any] = {
@@ -58,8 +59,10 @@ def make_config(
         "train_data": str(params.get("train_data", "world")),
         "world_seed": int(params.get("world_seed", 0)),
         "world_knobs": dict(params.get("world_knobs") or {}),
+        "world_mix": check_world_mix(params.get("world_mix") or [], check_positive_int("train_size", params["train_size"])),
         "context_length": check_positive_int("context_length", params.get("context_length", 24)),
         "eval_tasks": list(params.get("eval_tasks") or DEFAULT_EVAL_TASKS),
+        "eval_probes": _check_bool("eval_probes", params.get("eval_probes", True)),
         "task_train": check_positive_int("task_train", params["task_train"]),
         "task_test": check_positive_int("task_test", params["task_test"]),
         "retrieval_images": check_positive_int("retrieval_images", params["retrieval_images"]),
@@ -68,6 +71,8 @@ def make_config(
     config["world_knobs"] = check_knobs(**config["world_knobs"]) if config["world_knobs"] else {}
     n_train = config["train_size"]
     if config["train_data"] != "world":
+        if config["world_mix"]:
+            raise ValueError("world_mix mixes generated worlds: it needs train_data='world'")
         n_train = len(check_csv(config["train_data"]))
         config["train_data"] = str(Path(config["train_data"]).resolve())
         config["train_size"] = n_train
@@ -87,6 +92,50 @@ def make_config(
     return config
 
 
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_world_mix(mix: Any, train_size: int) -> list[dict[str, Any]]:
+    """A concept-coverage mix (DIME-FM D4/D5): a list of parts ``{"n": images, "seed": world seed, "knobs": world
+    knobs}`` whose images replace the last ``n`` of the ``train_size`` training pairs (equal total samples at
+    every mix; ``build``). ``ValueError`` naming ``world_mix`` before any compute."""
+    if not isinstance(mix, (list, tuple)):
+        raise ValueError(f"world_mix must be a list of {{'n', 'seed', 'knobs'}} parts, got {type(mix).__name__}")
+    parts = []
+    for i, part in enumerate(mix):
+        if not isinstance(part, dict) or set(part) - {"n", "seed", "knobs"} or not {"n", "seed"} <= set(part):
+            raise ValueError(f"world_mix[{i}] must be a dict with keys 'n', 'seed' and optionally 'knobs', got {part!r}")
+        n = check_positive_int(f"world_mix[{i}]['n']", part["n"])
+        seed = part["seed"]
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < task_lib.TASK_SEED_BASE:
+            raise ValueError(f"world_mix[{i}]['seed'] must be an int in [0, {task_lib.TASK_SEED_BASE}) "
+                             f"(below the evaluation tasks' seeds), got {seed!r}")
+        knobs = dict(part.get("knobs") or {})
+        parts.append({"n": n, "seed": int(seed), "knobs": check_knobs(**knobs) if knobs else {}})
+    mixed = sum(p["n"] for p in parts)
+    if parts and mixed >= train_size:
+        raise ValueError(f"world_mix: its parts hold {mixed} images, train_size is {train_size}: the main world must "
+                         "keep at least one")
+    return parts
+
+
+def world_data(config: dict[str, Any], tokenizer: Any) -> PairedData:
+    """The generated training pairs of ``config``: world ``world_seed`` / ``world_knobs`` for ``train_size`` pairs,
+    of which the last ones come from the ``world_mix`` parts, in order."""
+    mix = config.get("world_mix") or []
+    main = config["train_size"] - sum(p["n"] for p in mix)
+    worlds = [generate(main, seed=config["world_seed"], image_size=config["image_size"], **config["world_knobs"])]
+    worlds += [generate(p["n"], seed=p["seed"], image_size=config["image_size"], **p["knobs"]) for p in mix]
+    if len(worlds) == 1:
+        return from_world(worlds[0], tokenizer)
+    data, _ = concat({f"part{i}": from_world(w, tokenizer) for i, w in enumerate(worlds)})
+    del data.extra["source"]  # one training set, not sources that a sampler mixes
+    return data
+
+
 def train_config(config: dict[str, Any], progress: bool = True) -> TrainConfig:
     kwargs = {k: config[k] for k in _TRAIN_FIELDS}
     kwargs["betas"] = tuple(kwargs["betas"])
@@ -98,9 +147,7 @@ def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     "world" (the generated world) or the path of an OpenCLIP-style CSV."""
     tokenizer = world_tokenizer(config["context_length"])
     if config["train_data"] == "world":
-        world = generate(config["train_size"], seed=config["world_seed"], image_size=config["image_size"],
-                         **config["world_knobs"])
-        data = from_world(world, tokenizer)
+        data = world_data(config, tokenizer)
     else:
         data = load_csv(config["train_data"], tokenizer, config["image_size"])
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,

@@ -64,20 +64,29 @@ def _text_tower(model: Any, tokenizer: Any, text_tower: bool | None) -> bool:
 
 
 def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str, n_train: int, n_test: int,
-                  seed: int = 0, text_tower: bool | None = None) -> dict[str, float]:
+                  seed: int = 0, text_tower: bool | None = None, probes: bool = True) -> dict[str, float]:
     """Metrics of one classification task: ``zeroshot_top1``, ``zeroshot_top5`` (with a text tower only),
-    ``linear``, ``knn``, ``ari``, ``ami``. ``text_tower=None`` detects it (``eval.has_text_tower``); ``False``
-    skips zero-shot for any model (then ``tokenizer`` may be ``None``)."""
+    ``linear``, ``knn``, ``ari``, ``ami`` (with ``probes`` only: ``False`` evaluates zero-shot alone and never
+    loads the train split). ``text_tower=None`` detects it (``eval.has_text_tower``); ``False`` skips zero-shot for
+    any model (then ``tokenizer`` may be ``None``). A task marked ``per_class`` (``tasks.TASKS``; ``shapes24``)
+    adds ``zeroshot_top1/<class name>``: the zero-shot top-1 of each class's test images."""
     text_tower = _text_tower(model, tokenizer, text_tower)
-    train = task_lib.load_task(name, "train", n=n_train, scale=scale)
+    if not (text_tower or probes):
+        raise ValueError(f"probes=False evaluates zero-shot only, which needs a text tower: nothing to evaluate on {name!r}")
     test = task_lib.load_task(name, "test", n=n_test, scale=scale)
     out: dict[str, float] = {}
-    f_train = encode_images(model, train.images)
     f_test = encode_images(model, test.images)  # once, for zero-shot and the probes
     if text_tower:
         zs = zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates,
                                 image_features=f_test)
         out.update(zeroshot_top1=zs["top1"], zeroshot_top5=zs["top5"])
+        if task_lib.TASKS[name].get("per_class"):
+            per_class = zero_shot_per_class(model, tokenizer, test, image_features=f_test)
+            out.update({f"zeroshot_top1/{c}": value for c, value in per_class.items()})
+    if not probes:
+        return out
+    train = task_lib.load_task(name, "train", n=n_train, scale=scale)
+    f_train = encode_images(model, train.images)
     probe = linear_probe(f_train, train.labels, f_test, test.labels, seed=seed)
     clusters = clustering_scores(f_test, test.labels, seed=seed)
     out.update(
@@ -170,11 +179,13 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
     metrics: dict[str, float] = {}
     for name in config["eval_tasks"]:
         if name in PROBES:
+            if not config.get("eval_probes", True):
+                raise ValueError(f"eval_tasks: {name!r} is a probe, but eval_probes is False (zero-shot only)")
             values = evaluate_probe(model, name, config["scale"], config["task_train"], config["task_test"],
                                     seed=config["seed"])
         else:
             values = evaluate_task(model, tokenizer, name, config["scale"], config["task_train"], config["task_test"],
-                                   seed=config["seed"], text_tower=text_tower)
+                                   seed=config["seed"], text_tower=text_tower, probes=config.get("eval_probes", True))
         for key, value in values.items():
             metrics[f"{name}/{key}"] = float(value)
     if text_tower:
@@ -184,19 +195,24 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
     return metrics
 
 
-def zero_shot_predictions(model: torch.nn.Module, tokenizer: Any, task: Any) -> np.ndarray:
-    """Predicted class of every image of ``task`` (a ``tasks.Task``), for confusion matrices."""
+def zero_shot_predictions(model: torch.nn.Module, tokenizer: Any, task: Any,
+                          image_features: torch.Tensor | None = None) -> np.ndarray:
+    """Predicted class of every image of ``task`` (a ``tasks.Task``), for confusion matrices. ``image_features``:
+    the images' (unnormalised) features from ``encode_images``, when the caller has them."""
     from .eval import zero_shot_classifier
 
     weights = zero_shot_classifier(model, tokenizer, task.classnames, task.templates)
-    feats = encode_images(model, task.images, normalize=True)
+    if image_features is None:
+        image_features = encode_images(model, task.images)
+    feats = torch.nn.functional.normalize(image_features.float(), dim=-1)
     return (feats @ weights).argmax(dim=1).numpy()
 
 
-def zero_shot_per_class(model: torch.nn.Module, tokenizer: Any, task: Any) -> dict[str, float]:
+def zero_shot_per_class(model: torch.nn.Module, tokenizer: Any, task: Any,
+                        image_features: torch.Tensor | None = None) -> dict[str, float]:
     """Zero-shot top-1 accuracy on each class of ``task`` (a ``tasks.Task``), keyed by class name, for the
     classes that have test images (per-concept results; ``eval.per_class_accuracy``)."""
-    accuracy = per_class_accuracy(zero_shot_predictions(model, tokenizer, task), task.labels)
+    accuracy = per_class_accuracy(zero_shot_predictions(model, tokenizer, task, image_features), task.labels)
     return {task.classnames[c]: value for c, value in accuracy.items()}
 
 
@@ -204,7 +220,7 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
     """What a random guesser scores on each metric of ``evaluate_suite`` (same keys): 1/C for top-1,
     linear and k-NN, min(5, C)/C for top-5, 0 for ARI/AMI (adjusted for chance by construction), and
     the exact expectation of a random ranking for retrieval. ``text_tower=False``: the keys of an image-only
-    model (no zero-shot, no retrieval)."""
+    model (no zero-shot, no retrieval); ``config["eval_probes"]`` False: no probe keys."""
     from .eval import chance_level, retrieval_chance
 
     out: dict[str, float] = {}
@@ -218,11 +234,15 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
             labels = task_lib.load_relation_task("test", n=config["task_test"], scale=config["scale"]).labels
             out["relation/linear"] = chance_level(labels, k=1)
             continue
-        labels = task_lib.load_task(name, "test", n=config["task_test"], scale=config["scale"]).labels
-        top1 = chance_level(labels, k=1)
+        test = task_lib.load_task(name, "test", n=config["task_test"], scale=config["scale"])
+        top1 = chance_level(test.labels, k=1)
         if text_tower:
-            out.update({f"{name}/zeroshot_top1": top1, f"{name}/zeroshot_top5": chance_level(labels, k=5)})
-        out.update({f"{name}/linear": top1, f"{name}/knn": top1, f"{name}/ari": 0.0, f"{name}/ami": 0.0})
+            out.update({f"{name}/zeroshot_top1": top1, f"{name}/zeroshot_top5": chance_level(test.labels, k=5)})
+            if task_lib.TASKS[name].get("per_class"):  # a random guesser is right on 1 / C of each class's images
+                out.update({f"{name}/zeroshot_top1/{test.classnames[c]}": 1 / len(test.classnames)
+                            for c in np.unique(test.labels)})
+        if config.get("eval_probes", True):
+            out.update({f"{name}/linear": top1, f"{name}/knn": top1, f"{name}/ari": 0.0, f"{name}/ami": 0.0})
     if text_tower:
         for key, value in retrieval_chance(config["retrieval_images"]).items():
             out[f"retrieval/{key}"] = value

@@ -94,6 +94,7 @@ TASKS: dict[str, dict[str, Any]] = {
         templates=vocab.PROMPT_TEMPLATES["colour"],
         knobs=dict(_SINGLE),
         image_size=32,
+        per_class=True,  # the suite adds colour/zeroshot_top1/<colour> (DIME-FM's concept coverage, D4/D5)
     ),
     "superclass": dict(
         description="superclass of the single object (6 classes), all 24 shapes",
@@ -160,6 +161,7 @@ DIMEFM_TASKS: dict[str, dict[str, Any]] = {
         templates=vocab.PROMPT_TEMPLATES["shape"],
         knobs=dict(_SINGLE, shapes=list(vocab.SHAPES)),
         image_size=32,
+        per_class=True,  # the suite adds shapes24/zeroshot_top1/<shape>
     ),
     "shapes10_clutter": _shapes10_variant(
         "shapes10 with clutter 0.6 (distractor strokes and pixel noise) at 32 px",

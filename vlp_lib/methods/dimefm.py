@@ -28,6 +28,7 @@ at temperatures 1 / 3 / 7, Supp A.1's effective scales mu = 100 / 33.3 / 14.3 (n
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from typing import Any
 
@@ -94,10 +95,13 @@ def image_tower_size(model: str, image_size: int) -> tuple[int, int]:
     return count_parameters(tower), int(tower.output_dim)
 
 
-def image_corpus_key(config: dict[str, Any]) -> dict[str, Any]:
-    """What fixes a run's image corpus (its own training world, or CSV), for the teacher-feature cache."""
-    keys = ("train_data", "train_size", "world_seed", "world_knobs", "image_size")
-    return {k: config[k] for k in keys}
+def image_corpus_key(config: dict[str, Any], data: PairedData) -> dict[str, Any]:
+    """What fixes a run's image corpus (its own training world and any ``world_mix``, or CSV), for the
+    teacher-feature cache, with a digest of the corpus' captions: features cached for other data (a config key
+    this list forgot, a CSV edited in place) are never read back."""
+    keys = ("train_data", "train_size", "world_seed", "world_knobs", "world_mix", "image_size")
+    digest = hashlib.sha256("\n".join(data.captions).encode()).hexdigest()[:16]
+    return {**{k: config.get(k) for k in keys}, "captions_sha256": digest}
 
 
 class DIMEFM(Method):
@@ -198,7 +202,7 @@ class DIMEFM(Method):
         kwargs.pop("teacher_policy", None)
         teacher, tokenizer = context.trained(teacher_config)
         data = context.data
-        key = {"teacher": runs.config_hash(teacher_config), "images": image_corpus_key(context.config)}
+        key = {"teacher": runs.config_hash(teacher_config), "images": image_corpus_key(context.config, data)}
         image_features = frozen_arrays("dimefm-teacher-images", key,
                                        lambda: {"features": encode_images(teacher, data.images)})["features"]
         data.extra["teacher_image"] = torch.from_numpy(np.asarray(image_features, np.float32))
