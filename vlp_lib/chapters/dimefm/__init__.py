@@ -8,7 +8,7 @@ CHAPTER = register(Chapter(
     paper="DIME-FM",
     # reading order = execution order: the benchmark trains the teacher, the references and the students; the
     # components page reuses the teacher (MMD, the Supp G sweep)
-    notebooks=("dimefm_benchmark", "dimefm_components"),
+    notebooks=("dimefm_benchmark", "dimefm_components", "dimefm_coverage"),
     module="vlp_lib.chapters.dimefm.chapter",
     order=30,
 ))

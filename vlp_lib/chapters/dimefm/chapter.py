@@ -13,9 +13,18 @@ Setting (scaled down; "laptop"):
   augmentation (RandomResizedCrop 0.08-1 + flip), zero-shot through the frozen teacher's text tower.
 - **C_small** (UniCL* on the same public data, paired): CLIP ``rn-tiny`` on the image corpus with its own captions,
   at the student's sample count (E).
-- **Supp G settings** (D7-D9): a single-object image corpus of the 12 shapes of S_A; texts are captions of an S_A
+- **Supp G settings** (D7-D10): a single-object image corpus of the 12 shapes of S_A (5,120 images, E: half the
+  main corpus, for the budget, once D8 and D10 joined the default build); texts are captions of an S_A
   world (1, covered), of an S_B world (2, independent), or the S_B captions with class-name prompts of S_A
   (3, partially covered; the prompts are repeated to 10% of the corpus, a share the paper does not give).
+- **Concept coverage** (D4, D5; Supp E's "conceptually related (CR) images"): the image corpus without the three
+  held-out colours ``HELD_OUT`` (no object of those colours), plus k single-object images of each held-out colour
+  (k = the scale's ``coverage_counts`` of the ``COVERAGE_LEVELS``: 0, 10, 100, 1,000 at laptop scale; the default
+  page runs ``DEFAULT_COVERAGE_LEVELS``, 0, 10 and 1,000, for the budget) in place of
+  as many corpus images (equal samples at every k); the student and a CLIP of its size (C_small) trained on each
+  mix; per-colour zero-shot on the ``colour`` task. Colours, not shapes: the teacher names colours almost perfectly
+  (99.9% on ``colour``) and shapes poorly (19% on ``shapes24``), so only a colour can show what coverage does to a
+  student whose teacher knows the concept. The teacher's per-shape strengths serve the "poor teacher" half of D4.
 
 Every row is trained with the same seeds; a seed fixes the student's initialisation and data order, never the
 teacher (trained once, with seed 0, and stored like any run).
@@ -30,10 +39,10 @@ import numpy as np
 import pandas as pd
 
 from ... import experiment, runs
-from ...book.report import EQUIVALENCE_RULE, SCORECARD_COLUMNS, equivalence_test, format_test, paired_test, \
-    record_differences, seed_values
+from ...book.report import EQUIVALENCE_RULE, SCORECARD_COLUMNS, equivalence_test, format_test, paired_differences, \
+    paired_test, per_seed, record_differences, seed_values
 from ...config import scale_defaults
-from ...data import corpora
+from ...data import corpora, vocab
 from ...data.tasks import ROBUST_TASKS, SEVEN_TASKS, SHAPE_SET_A, SHAPE_SET_B
 from .. import plan
 from ..plan import seeds_parameter
@@ -42,15 +51,18 @@ from . import paper
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(teacher_size=256, teacher_epochs=1, corpus_size=128, unit_epochs=1, sweep_size=128, batch_size=32,
                   task_train=60, task_test=40, retrieval_images=20, seeds=(0, 1), lr=1e-3, warmup_fraction=0.1,
-                  queries=64, pool_size=128, mmd_pool=96, mmd_samples=48, mmd_draws=3),
-    "laptop": dict(teacher_size=20_480, teacher_epochs=4, corpus_size=10_240, unit_epochs=2, sweep_size=10_240,
+                  queries=64, pool_size=128, mmd_pool=96, mmd_samples=48, mmd_draws=3, coverage_size=128,
+                  coverage_counts=dict(none=0, few=2, some=4, many=8)),
+    "laptop": dict(teacher_size=20_480, teacher_epochs=4, corpus_size=10_240, unit_epochs=2, sweep_size=5_120,
                    batch_size=128, task_train=2_000, task_test=1_000, retrieval_images=500, seeds=(0, 1, 2),
                    lr=2e-3, warmup_fraction=0.1, queries=2_000, pool_size=10_240, mmd_pool=4_000,
-                   mmd_samples=1_000, mmd_draws=3),
+                   mmd_samples=1_000, mmd_draws=3, coverage_size=10_240,
+                   coverage_counts=dict(none=0, few=10, some=100, many=1_000)),
     "paper": dict(teacher_size=2_500_000, teacher_epochs=32, corpus_size=2_500_000, unit_epochs=8,
                   sweep_size=1_000_000, batch_size=4_096, task_train=50_000, task_test=10_000,
                   retrieval_images=5_000, seeds=(0, 1, 2), lr=5e-4, warmup_fraction=0.1, queries=1_000_000,
-                  pool_size=5_000_000, mmd_pool=50_000, mmd_samples=10_000, mmd_draws=3),
+                  pool_size=5_000_000, mmd_pool=50_000, mmd_samples=10_000, mmd_draws=3, coverage_size=2_500_000,
+                  coverage_counts=dict(none=0, few=10, some=1_000, many=100_000)),
 }
 # The towers of each role: the teacher is larger than the student on both sides (spec 2.3: an rn-tiny teacher would
 # make "CLIP of the student's size on the teacher's data" the teacher itself, and D1 plain self-distillation)
@@ -59,19 +71,31 @@ MODELS: dict[str, dict[str, str]] = {"smoke": {"student": "rn-tiny", "teacher": 
                                      "paper": {"student": "RN50", "teacher": "ViT-B-32"}}
 TEACHER_SEED = 0
 # Every world and corpus seed of the chapter (all below the evaluation tasks' seeds, tasks.TASK_SEED_BASE)
-SEEDS = dict(big=1_000, corpus=1_001, class_a=1_002, covered=1_003, independent=1_004, nlp=1_005, pool_captions=1_006)
+SEEDS = dict(big=1_000, corpus=1_001, class_a=1_002, covered=1_003, independent=1_004, nlp=1_005, pool_captions=1_006,
+             coverage=1_007)
 # W_big, the image corpus and the pool's captions: cleaner captions than the default web world (spec 2.3)
 WORLD_KNOBS: dict[str, Any] = dict(mismatch_rate=0.02, junk_rate=0.1, omit_rate=0.5)
 # The Supp G worlds: one object per image, its shape in S_A (images, setting 1's captions) or S_B (settings 2, 3)
 CLASS_A_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, shapes=list(SHAPE_SET_A))
 CLASS_B_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, shapes=list(SHAPE_SET_B))
+# D4/D5: the colours held out of the coverage corpus: a warm, a cool and a neutral one, each with close neighbours
+# (red / yellow, green / blue, white / black) that a student could confuse them with
+HELD_OUT: tuple[str, ...] = ("orange", "teal", "grey")
+SEEN: tuple[str, ...] = tuple(c for c in vocab.COLOURS if c not in HELD_OUT)
+COVERAGE_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, colours=list(SEEN))
+# the CR images: one object of a held-out colour per image, the corpus' caption noise
+CR_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, colours=list(HELD_OUT))
 PROMPT_TEMPLATE = corpora.DEFAULT_TEMPLATE  # Supp G setting (3)'s class-name prompts ("- - -" line)
 PROMPT_SHARE = 0.1  # the prompts' share of setting (3)'s text corpus (the paper gives none)
 LAMBDA1 = paper.NUMBERS["lambda1"]
 LAMBDA1_SWEEP = (0.0, 0.3, 0.9, 1.0)  # spec 2.3 asks for 0, 0.3, 0.7, 0.9, 1.0: 0.7 dropped for the budget
+LAMBDA2_SWEEP = (0.0, 1.0, 5.0)  # spec 2.3 asks for 0, 0.5, 1, 2, 5 (Fig. 5(b) spans 0-5): 3 points for the budget
 STUDENT_WEIGHT_DECAY = paper.NUMBERS["weight_decay"]
-FULL_EVAL = [*SEVEN_TASKS, *ROBUST_TASKS]  # avg7 (ELEVATER), shapes_colours (IN-1K), robust4 (Supp Tab. 4)
-SWEEP_EVAL = ["shapesA"]  # Supp G's curves: the S_A task (the image corpus' concepts)
+# avg7 (ELEVATER), shapes_colours (IN-1K), robust4 (Supp Tab. 4), shapes24 (per-shape, D4)
+FULL_EVAL = [*SEVEN_TASKS, *ROBUST_TASKS, "shapes24"]
+# Supp G's curves: the S_A task (the image corpus' concepts) and the IN-1K stand-in (Fig. 5(b)'s second panel)
+SWEEP_EVAL = ["shapesA", "shapes_colours"]
+COVERAGE_EVAL = ["colour"]
 MARGINS = {"D1": 0.02, "D2": 0.01}  # equivalence margins (fractions: 2 pp, 1 pp)
 NONINFERIORITY_MARGIN = 0.01  # D11: "student not below C_big"
 MMD_KERNELS = ("linear", "poly", "rbf")
@@ -83,10 +107,13 @@ MMD_PROCEDURE = 1  # bump when the chapter's MMD computation changes (it is book
 @dataclass(frozen=True)
 class Row:
     """One trained setting. ``method``: "clip" or "dimefm"; ``data``: "big" (W_big, the teacher's epochs),
-    "corpus" (the image corpus, E) or "class_a" (the Supp G S_A corpus, E); ``role``: "student" or "teacher"
-    (which tower size); DIME-FM's ``texts`` (a key of ``text_spec``), ``paired``, ``lambda1`` and ``pvl``;
-    ``augmentation``: the trainer's (the student's; CLIP rows use "none", the global view). Rows that train the
-    same thing are equal whatever their labels."""
+    "corpus" (the image corpus, E), "class_a" (the Supp G S_A corpus, E) or "coverage" (the image corpus without
+    the colours ``HELD_OUT`` plus CR images of each, as many as the scale's ``coverage_counts[coverage]``, E);
+    ``role``: "student" or "teacher" (which tower size);
+    DIME-FM's ``texts`` (a key of ``text_spec``), ``paired``, ``lambda1``, ``lambda2`` and ``pvl``;
+    ``augmentation``: the trainer's (the student's; CLIP rows use "none", the global view); ``probes``: whether
+    its evaluation runs the probes (the claims on zero-shot alone skip them; "class_a" and "coverage" rows never
+    do). Rows that train and evaluate the same thing are equal whatever their labels."""
 
     label: str = field(compare=False)
     method: str
@@ -97,20 +124,25 @@ class Row:
     lambda1: float = LAMBDA1
     pvl: str = "intra"
     augmentation: str = "rrc"
+    lambda2: float = 0.0
+    coverage: str = ""  # data "coverage": a level of COVERAGE_LEVELS (its CR images per held-out colour)
+    probes: bool = True  # evaluate the probes (linear, k-NN, clustering) besides zero-shot
 
 
 def _clip(label: str, data: str, role: str = "student") -> Row:
     return Row(label, "clip", data, role=role, augmentation="none")
 
 
-TEACHER = _clip("teacher (rn-small CLIP)", "big", role="teacher")
+# the teacher's claims read its zero-shot only (D1's table shows it as the ceiling): no probes
+TEACHER = replace(_clip("teacher (rn-small CLIP)", "big", role="teacher"), probes=False)
 C_BIG = _clip("C_big (rn-tiny CLIP, teacher's data)", "big")
-C_SMALL = _clip("C_small (rn-tiny CLIP, image corpus + its captions)", "corpus")
+# the rows whose claims read zero-shot only (D1_small, D3, D11_texts) skip the probes
+C_SMALL = replace(_clip("C_small (rn-tiny CLIP, image corpus + its captions)", "corpus"), probes=False)
 STUDENT = Row("student (DIME-FM, captions)", "dimefm", "corpus")
 PAIRED = replace(STUDENT, label="student, paired loading", paired=True)
-AUG_OFF = replace(STUDENT, label="student, augmentation off", augmentation="off")
-AUG_HEAVY = replace(STUDENT, label="student, heavy augmentation (simclr)", augmentation="simclr")
-CONSTRUCTED = replace(STUDENT, label="student (DIME-FM, constructed corpus)", texts="constructed")
+AUG_OFF = replace(STUDENT, label="student, augmentation off", augmentation="off", probes=False)
+AUG_HEAVY = replace(STUDENT, label="student, heavy augmentation (simclr)", augmentation="simclr", probes=False)
+CONSTRUCTED = replace(STUDENT, label="student (DIME-FM, constructed corpus)", texts="constructed", probes=False)
 BENCHMARK = [TEACHER, C_BIG, C_SMALL, STUDENT, PAIRED, AUG_OFF, AUG_HEAVY, CONSTRUCTED]
 AUGMENTATION_ROWS = [AUG_OFF, STUDENT, AUG_HEAVY]
 
@@ -118,20 +150,68 @@ SETTINGS = {"covered": "(1) covered: S_A captions", "independent": "(2) independ
             "partial": "(3) partially covered: S_B captions + S_A prompts"}
 
 
-def sweep_row(setting: str, lambda1: float, pvl: str = "intra") -> Row:
-    """The Supp G student of ``setting`` (a key of ``SETTINGS``) at ``lambda1``."""
+def sweep_row(setting: str, lambda1: float, pvl: str = "intra", lambda2: float = 0.0) -> Row:
+    """The Supp G student of ``setting`` (a key of ``SETTINGS``) at ``lambda1`` (and ``lambda2``)."""
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {sorted(SETTINGS)}, got {setting!r}")
-    label = f"{setting}, lambda1 = {lambda1}" + ("" if pvl == "intra" else f", {pvl}-batch")
-    return Row(label, "dimefm", "class_a", texts=setting, lambda1=lambda1, pvl=pvl)
+    label = (f"{setting}, lambda1 = {lambda1}" + ("" if pvl == "intra" else f", {pvl}-batch")
+             + ("" if lambda2 == 0 else f", lambda2 = {lambda2}"))
+    return Row(label, "dimefm", "class_a", texts=setting, lambda1=lambda1, pvl=pvl, lambda2=lambda2, probes=False)
 
 
 SWEEP = {s: [sweep_row(s, lam) for lam in LAMBDA1_SWEEP] for s in ("covered", "independent")}
 PARTIAL = sweep_row("partial", 0.0)  # D9: setting (3) with L_vl only
-COMPONENTS = [*SWEEP["covered"], *SWEEP["independent"], PARTIAL]
-# D8 (extension, notebook parameter ``extensions``): inter-batch pseudo texts at the default lambda1
+# D8: inter-batch pseudo texts at the default lambda1
 INTER = {s: sweep_row(s, LAMBDA1, pvl="inter") for s in ("covered", "independent")}
-EXTENSIONS = list(INTER.values())
+# D10 (Fig. 5(b)): lambda2 at lambda1 = 0 in settings (1) and (2) (lambda2 = 0 is the lambda1 sweep's row), and
+# lambda2 = 1 at lambda1 = 0.3 in setting (1) ("less effective together with L_p-vl", main Tab. 1)
+LAMBDA2 = {s: [sweep_row(s, 0.0, lambda2=lam) for lam in LAMBDA2_SWEEP] for s in ("covered", "independent")}
+LAMBDA2_WITH_PVL = [sweep_row("covered", LAMBDA1, lambda2=lam) for lam in (0.0, 1.0)]
+COMPONENTS = list(dict.fromkeys([*SWEEP["covered"], *SWEEP["independent"], PARTIAL, *INTER.values(),
+                                 *LAMBDA2["covered"], *LAMBDA2["independent"], *LAMBDA2_WITH_PVL]))
+
+
+COVERAGE_LEVELS = ("none", "few", "some", "many")
+# the coverage page's default levels: "some" (100 CR images at laptop scale, 71 s of runs) is left out for the
+# chapter's 20-minute budget; the notebook's ``levels`` parameter adds it back
+DEFAULT_COVERAGE_LEVELS = ("none", "few", "many")
+
+
+def coverage_row(method: str, level: str) -> Row:
+    """D4/D5: the student ("dimefm") or C_small ("clip") on the coverage corpus at ``level`` (a key of
+    ``COVERAGE_LEVELS``: the scale's ``coverage_counts`` gives its CR images per held-out colour)."""
+    if level not in COVERAGE_LEVELS:
+        raise ValueError(f"level must be one of {COVERAGE_LEVELS}, got {level!r}")
+    if method == "dimefm":
+        return Row(f"student, {level} CR images", "dimefm", "coverage", coverage=level, probes=False)
+    if method == "clip":
+        return Row(f"C_small, {level} CR images", "clip", "coverage", coverage=level, augmentation="none",
+                   probes=False)
+    raise ValueError(f"method must be 'dimefm' or 'clip', got {method!r}")
+
+
+COVERAGE = {name: {level: coverage_row(method, level) for level in COVERAGE_LEVELS}
+            for name, method in (("student", "dimefm"), ("C_small", "clip"))}
+COVERAGE_NONE = COVERAGE["student"]["none"]  # D4: the student without CR images of the held-out colours
+FEW, MANY = "few", "many"  # D5's two levels
+COVERAGE_ROWS = [*COVERAGE["student"].values(), *COVERAGE["C_small"].values()]
+
+
+def resolve_levels(levels: Any) -> list[str]:
+    """The coverage notebook's ``levels`` parameter: ``None`` is ``DEFAULT_COVERAGE_LEVELS``; otherwise a list of
+    ``COVERAGE_LEVELS`` names (papermill may pass it as a string), returned in increasing coverage."""
+    if levels is None:
+        return list(DEFAULT_COVERAGE_LEVELS)
+    if isinstance(levels, str):
+        import ast
+
+        try:
+            levels = ast.literal_eval(levels)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"levels must be a list of {list(COVERAGE_LEVELS)}, got {levels!r}") from None
+    if not isinstance(levels, (list, tuple)) or not levels or any(level not in COVERAGE_LEVELS for level in levels):
+        raise ValueError(f"levels must be a non-empty list of {list(COVERAGE_LEVELS)}, got {levels!r}")
+    return [level for level in COVERAGE_LEVELS if level in levels]
 
 
 def _data(row: Row, sizes: dict[str, Any]) -> tuple[int, float, int, dict[str, Any]]:
@@ -142,7 +222,20 @@ def _data(row: Row, sizes: dict[str, Any]) -> tuple[int, float, int, dict[str, A
         return sizes["corpus_size"], sizes["unit_epochs"], SEEDS["corpus"], WORLD_KNOBS
     if row.data == "class_a":
         return sizes["sweep_size"], sizes["unit_epochs"], SEEDS["class_a"], CLASS_A_KNOBS
-    raise ValueError(f"row.data must be 'big', 'corpus' or 'class_a', got {row.data!r}")
+    if row.data == "coverage":
+        return sizes["coverage_size"], sizes["unit_epochs"], SEEDS["corpus"], COVERAGE_KNOBS
+    raise ValueError(f"row.data must be 'big', 'corpus', 'class_a' or 'coverage', got {row.data!r}")
+
+
+def cr_images(row: Row, scale: str) -> int:
+    """CR images per held-out colour in ``row``'s image corpus at ``scale`` (0 for rows off the coverage corpus)."""
+    return CHAPTER_SCALES[scale]["coverage_counts"][row.coverage] if row.data == "coverage" else 0
+
+
+def world_mix(row: Row, scale: str) -> list[dict[str, Any]]:
+    """The CR images of a coverage row (``experiment.check_world_mix``): ``cr_images`` per held-out colour."""
+    k = cr_images(row, scale)
+    return [{"n": k * len(HELD_OUT), "seed": SEEDS["coverage"], "knobs": CR_KNOBS}] if k else []
 
 
 def prompt_repeats(sizes: dict[str, Any]) -> int:
@@ -185,22 +278,42 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if row.method == "dimefm":
         kwargs = {"teacher": config(TEACHER, scale, TEACHER_SEED), "texts": text_spec(row.texts, scale),
-                  "paired": row.paired, "lambda1": row.lambda1, "pvl": row.pvl}
+                  "paired": row.paired, "lambda1": row.lambda1, "lambda2": row.lambda2, "pvl": row.pvl}
         extra["weight_decay"] = STUDENT_WEIGHT_DECAY
     elif row.method != "clip":
         raise ValueError(f"row.method must be 'clip' or 'dimefm', got {row.method!r}")
     return experiment.make_config(
         scale, method=row.method, seed=seed, model=MODELS[scale][row.role], train_size=size, world_seed=world_seed,
-        world_knobs=knobs, epochs=epochs, batch_size=sizes["batch_size"], augmentation=row.augmentation,
-        lr=sizes["lr"], warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
+        world_knobs=knobs, world_mix=world_mix(row, scale), epochs=epochs, batch_size=sizes["batch_size"],
+        augmentation=row.augmentation, lr=sizes["lr"], warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
         task_train=sizes["task_train"], task_test=sizes["task_test"], retrieval_images=sizes["retrieval_images"],
-        eval_tasks=SWEEP_EVAL if row.data == "class_a" else FULL_EVAL, method_kwargs=kwargs, **extra)
+        eval_tasks={"class_a": SWEEP_EVAL, "coverage": COVERAGE_EVAL}.get(row.data, FULL_EVAL),
+        eval_probes=row.probes, method_kwargs=kwargs, **extra)
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
     """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
     scale_defaults(scale)
     return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
+
+
+# The per-class zero-shot top-1 the suite stores (``tasks.TASKS[...]["per_class"]``): per colour for D4/D5's
+# coverage, per shape for D4's teacher comparison
+PER_COLOUR, PER_SHAPE = "colour/zeroshot_top1/", "shapes24/zeroshot_top1/"
+HELD_OUT_ZS, SEEN_ZS = "colour/zeroshot_top1:held_out", "colour/zeroshot_top1:seen"
+
+
+def with_coverage_metrics(records: list[dict]) -> list[dict]:
+    """``records`` with ``HELD_OUT_ZS`` / ``SEEN_ZS`` added to the metrics of those evaluated per colour: the mean
+    per-colour zero-shot top-1 over ``HELD_OUT`` / ``SEEN`` (each colour weighs the same; a colour without test
+    images, possible in a small test split, is left out)."""
+    for record in records:
+        m = record["metrics"]
+        if any(key.startswith(PER_COLOUR) for key in m):
+            for key, colours in ((HELD_OUT_ZS, HELD_OUT), (SEEN_ZS, SEEN)):
+                values = [m[PER_COLOUR + c] for c in colours if PER_COLOUR + c in m]
+                m[key] = float(np.mean(values)) if values else float("nan")
+    return records
 
 
 def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
@@ -211,14 +324,14 @@ def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bo
     if teacher:
         out[TEACHER] = [experiment.run(config(TEACHER, scale, TEACHER_SEED), progress=progress)]
     out.update(plan.run_rows([r for r in rows if r != TEACHER], config, scale, seeds, progress))
-    return out
+    return {row: with_coverage_metrics(records) for row, records in out.items()}
 
 
 def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
     """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
-    if row == TEACHER:
-        return plan.stored(row, config, scale, [TEACHER_SEED])
-    return plan.stored(row, config, scale, seeds or resolve_seeds(scale, None))
+    records = plan.stored(row, config, scale, [TEACHER_SEED] if row == TEACHER else
+                          (seeds or resolve_seeds(scale, None)))
+    return None if records is None else with_coverage_metrics(records)
 
 
 def training_seconds(records: Sequence[dict]) -> float:
@@ -361,8 +474,8 @@ def mmd_check(frame: pd.DataFrame, check: str) -> tuple[bool, bool]:
 # --------------------------------------------------------------------------------------------------------------
 # the chapter's claims, as data (spec section 2.1; ids D1-D11), judged on runs (nothing is trained here)
 
-CLAIM_NOTEBOOKS = ("benchmark", "components")
-KINDS = ("direction", "equivalence", "noninferiority", "best_of", "mmd", "not_run")
+CLAIM_NOTEBOOKS = ("benchmark", "components", "coverage")
+KINDS = ("direction", "equivalence", "noninferiority", "best_of", "interaction", "spearman", "mmd", "not_run")
 ZS7, IN1K, LP7, SHAPES_A, ROBUST = ("avg7/zeroshot_top1", "shapes_colours/zeroshot_top1", "avg7/linear",
                                      "shapesA/zeroshot_top1", "robust4/zeroshot_top1")
 
@@ -372,7 +485,10 @@ class Claim:
     """A claim on rows. ``kind``: "direction" (``better`` beats ``reference``, ``report.VERDICT_RULE``),
     "equivalence" (within ``margin``, ``report.EQUIVALENCE_RULE``), "noninferiority" (``better`` not below
     ``reference`` by more than ``margin``), "best_of" (the best of ``candidates`` by seed-mean beats
-    ``reference``, VERDICT_RULE), "mmd" (``mmd_check`` in every kernel and draw of D6's record) or "not_run"
+    ``reference``, VERDICT_RULE), "interaction" (the per-seed sum of ``terms``, each (sign, row, metric), is
+    above 0 by VERDICT_RULE: a difference of differences), "spearman" (``better``'s per-shape zero-shot on
+    shapes24 follows ``reference``'s: Spearman's rho > 0 in every seed; with a ``control`` row, rho(reference)
+    - rho(control) by VERDICT_RULE), "mmd" (``mmd_check`` in every kernel and draw of D6's record) or "not_run"
     (planned, not run: ``reason``). ``paper_effect``: the paper's difference in points / 100, where it gives one."""
 
     id: str
@@ -387,20 +503,19 @@ class Claim:
     reference: Row | None = None
     margin: float | None = None
     candidates: tuple[Row, ...] = ()
+    terms: tuple[tuple[int, Row, str], ...] = ()
+    control: Row | None = None
     check: str | None = None
     reason: str = ""
-    extension: bool = False  # only with the notebook's ``extensions=True``
 
     def rows(self) -> list[Row]:
-        return [r for r in (self.better, self.reference, *self.candidates) if r is not None]
+        return [r for r in (self.better, self.reference, self.control, *self.candidates, *(t[1] for t in self.terms))
+                if r is not None]
 
 
 def _pp(better: float, reference: float, where: str) -> tuple[str, float]:
     pp = round(better - reference, 2)
     return f"{pp:+.2f} pp ({where}: {better} vs {reference})", pp / 100
-
-
-NOT_RUN_REASON = "not run in this version of the chapter: it does not fit the chapter's 20-minute budget"
 
 
 def _claims() -> list[Claim]:
@@ -440,16 +555,36 @@ def _claims() -> list[Claim]:
         Claim("D3", "Basic augmentation (crop, flip) beats heavy augmentation for the student", "Supp A.1",
               "direction", ZS7, "no numbers ('more advanced data augmentations ... harm the distillation')", None,
               notebook="benchmark", better=STUDENT, reference=AUG_HEAVY),
-        Claim("D4", "The student falls behind CLIP on concepts with few related images or a poor teacher",
-              "Supp E, Fig. 3(a)", "not_run", "shapes24/zeroshot_top1",
-              "worse on 5 of 21 sets (PCam, MNIST, FER-2013, Cars, KITTI)", None, notebook="benchmark",
-              reason=NOT_RUN_REASON + " (a held-out-shape image corpus and a held-out-shape teacher: 2 more "
-                                      "teacher-sized trainings)"),
-        Claim("D5", "Distillation beats contrastive training most where conceptually-related images are few",
-              "Supp E, Fig. 3(b, c); Supp Tab. 3", "not_run", "shapes24/zeroshot_top1",
-              f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images (IN-21K), "
-              f"+{imagenet[7] - imagenet[6]:.1f} pp with 1.3M (IN-21K + YFCC)", None, notebook="benchmark",
-              reason=NOT_RUN_REASON + " (4 coverage levels x student and C_small x 3 seeds)"),
+        Claim("D4", "The student falls behind CLIP of its size where its images hold no conceptually related (CR) "
+                    "image: its deficit on the held-out colours exceeds its deficit on the seen ones",
+              "Supp E, Fig. 3(a)", "interaction", "colour per-colour zero-shot: seen - held-out",
+              "worse on 5 of 21 sets (PCam, MNIST, FER-2013, Cars, KITTI): few CR images or a poor teacher", None,
+              notebook="coverage", terms=((1, COVERAGE_NONE, SEEN_ZS), (-1, C_BIG, SEEN_ZS),
+                                          (-1, COVERAGE_NONE, HELD_OUT_ZS), (1, C_BIG, HELD_OUT_ZS))),
+        Claim("D4_teacher", "The student is poor where its teacher is poor: its per-shape zero-shot follows the "
+                            "teacher's (Spearman rho > 0 in every seed)", "Supp E, Fig. 3(a)", "spearman",
+              "shapes24 per-shape zero-shot", "PCam, KITTI: the teacher itself is poor", None,
+              notebook="coverage", better=STUDENT, reference=TEACHER),
+        Claim("D4_teacher_vs_clip", "... and follows its teacher more than it follows a CLIP of its size trained on "
+                                    "the teacher's data (rho(teacher) - rho(C_big))", "Supp E, Fig. 3(a) (our control)",
+              "spearman", "shapes24 per-shape zero-shot", "no such control in the paper", None,
+              notebook="coverage", better=STUDENT, reference=TEACHER, control=C_BIG),
+        Claim("D5_none", "Without CR images of a concept, distillation beats contrastive training on the same images",
+              "Supp E, Fig. 3(b, c); Supp Tab. 3", "direction", HELD_OUT_ZS,
+              f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images (IN-21K: DIME-FM vs UniCL*)",
+              (imagenet[4] - imagenet[3]) / 100, notebook="coverage", better=COVERAGE["student"]["none"],
+              reference=COVERAGE["C_small"]["none"]),
+        Claim("D5", "With few CR images (10 per held-out colour), distillation beats contrastive training on the "
+                    "same images", "Supp E, Fig. 3(b, c); Supp Tab. 3", "direction", HELD_OUT_ZS,
+              "no point at a few CR images; the gains shrink as CR images grow (ImageNet +8.1 pp with IN-21K, "
+              "+1.3 pp with YFCC-14M added)", None, notebook="coverage", better=COVERAGE["student"][FEW],
+              reference=COVERAGE["C_small"][FEW]),
+        Claim("D5_gap", "... and by more than with many CR images (1,000 per held-out colour)",
+              "Supp E, Fig. 3(b, c); Supp Tab. 3", "interaction", HELD_OUT_ZS,
+              f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images, +{imagenet[7] - imagenet[6]:.1f} pp "
+              "with 1.3M (+ YFCC); the gaps shrink on 13 of 19 sets, grow on 6", None, notebook="coverage",
+              terms=((1, COVERAGE["student"][FEW], HELD_OUT_ZS), (-1, COVERAGE["C_small"][FEW], HELD_OUT_ZS),
+                     (-1, COVERAGE["student"][MANY], HELD_OUT_ZS), (1, COVERAGE["C_small"][MANY], HELD_OUT_ZS))),
         Claim("D6a", "A clear modality gap: every image-text MMD exceeds every text-text MMD",
               "Supp F, Fig. 4", "mmd", "MMD^2 (teacher space)", "values only in the figure", None,
               notebook="components", check="gap"),
@@ -473,15 +608,37 @@ def _claims() -> list[Claim]:
     for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
         claims.append(Claim(f"D8_{setting}", f"Intra-batch pseudo texts beat inter-batch ones, setting {name}",
                             "Supp G", "direction", SHAPES_A, "curves only", None, notebook="components",
-                            better=sweep[setting][LAMBDA1], reference=INTER[setting], extension=True))
+                            better=sweep[setting][LAMBDA1], reference=INTER[setting]))
     claims += [
         Claim("D9", "L_p-vl without class names (setting 2, lambda1 = 0.3) beats class-name prompts with L_vl "
                     "only (setting 3, lambda1 = 0)", "Supp G, Fig. 5(a)", "direction", SHAPES_A,
               "curves only ('lambda1 > 0 in setting (2) is better than ... lambda1 = 0 in setting (3)')", None,
               notebook="components", better=sweep["independent"][LAMBDA1], reference=PARTIAL),
-        Claim("D10", "L_udist helps zero-shot on ELEVATER; large lambda2 hurts ImageNet", "Supp G, Fig. 5(b)",
-              "not_run", ZS7, "curves only", None, notebook="components",
-              reason=NOT_RUN_REASON + " (a lambda2 sweep of 11 configurations x 3 seeds)"),
+    ]
+    udist = {st: {r.lambda2: r for r in rows} for st, rows in LAMBDA2.items()}
+    with_pvl = {r.lambda2: r for r in LAMBDA2_WITH_PVL}
+    for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
+        claims += [
+            Claim(f"D10_{setting}", f"L_udist helps zero-shot: lambda2 = 1 beats lambda2 = 0 (lambda1 = 0), "
+                                    f"setting {name}", "Supp G, Fig. 5(b)", "direction", SHAPES_A,
+                  "curves only ('L_udist ... improves the zero-shot performance on ELEVATER')", None,
+                  notebook="components", better=udist[setting][1.0], reference=udist[setting][0.0]),
+            Claim(f"D10_in1k_{setting}", f"Large lambda2 hurts the ImageNet stand-in: the better of lambda2 in "
+                                         f"{{0, 1}} beats lambda2 = 5, setting {name}", "Supp G, Fig. 5(b)",
+                  "best_of", IN1K, "curves only ('a large lambda2 hurts ... ImageNet')", None, notebook="components",
+                  reference=udist[setting][5.0], candidates=(udist[setting][0.0], udist[setting][1.0])),
+        ]
+    claims += [
+        Claim("D10_setting", "L_udist helps more in setting (2) than in (1): gain(lambda2 = 1) in (2) minus in (1)",
+              "Supp G, Fig. 5(b)", "interaction", SHAPES_A, "curves only ('more effective in setting (2)')", None,
+              notebook="components", terms=((1, udist["independent"][1.0], SHAPES_A),
+                                            (-1, udist["independent"][0.0], SHAPES_A),
+                                            (-1, udist["covered"][1.0], SHAPES_A), (1, udist["covered"][0.0], SHAPES_A))),
+        Claim("D10_with_pvl", "L_udist helps less together with L_p-vl: gain(lambda2 = 1) at lambda1 = 0 minus at "
+                              "lambda1 = 0.3, setting (1)", "main Tab. 1 (via the fact sheet); Supp G", "interaction",
+              SHAPES_A, "main Tab. 1, not in our sources", None, notebook="components",
+              terms=((1, udist["covered"][1.0], SHAPES_A), (-1, udist["covered"][0.0], SHAPES_A),
+                     (-1, with_pvl[1.0], SHAPES_A), (1, with_pvl[0.0], SHAPES_A))),
         Claim("D11", "The student is as robust as CLIP of its size (robust4 zero-shot, not below by 1 pp)",
               "Supp Tab. 4", "noninferiority", ROBUST,
               *_pp(round(captions, 2), round(clip_b32, 2), "Supp Tab. 4, captions student vs CLIP-ViT-B/32"),
@@ -501,12 +658,16 @@ RULES: list[str] = [
     f"'Not below' claims (D11, non-inferiority with a {100 * NONINFERIORITY_MARGIN:.0f} pp margin): reproduced when "
     "the 95% t interval of the per-seed difference lies above -1 pp, opposite when it lies entirely below -1 pp, "
     "inconclusive otherwise and with fewer than 2 seeds.",
-    "'Best of' claims (D7): the candidate with the best seed-mean is compared per seed with the reference by the "
-    "95% t interval (the choice of the best makes it slightly optimistic).",
+    "'Best of' claims (D7, D10_in1k): the candidate with the best seed-mean is compared per seed with the reference "
+    "by the 95% t interval (the choice of the best makes it slightly optimistic).",
+    "Difference-of-differences claims (D4, D5_gap, D10_setting, D10_with_pvl): per seed, the signed sum of four "
+    "values (two paired differences), judged like a difference by the 95% t interval.",
+    "Rank claims (D4_teacher): Spearman's rho between the student's per-shape zero-shot on shapes24 (24 shapes) and "
+    "the teacher's, per student seed: reproduced when rho > 0 in every seed, opposite when rho < 0 in every seed. "
+    "D4_teacher_vs_clip: per seed, rho(teacher) - rho(C_big of the same seed), by the 95% t interval: shapes that "
+    "are hard for any model would make rho(teacher) > 0 by themselves; the control asks for more.",
     "MMD claims (D6): reproduced when the ordering holds for every kernel (linear, polynomial, RBF) and every "
     "subsampling draw, opposite when the reverse ordering holds in all of them, inconclusive otherwise.",
-    "Not run (verdict 'not run' by design, not for want of stored runs): D4, D5, D10 do not fit the chapter's "
-    "budget; D8 is trained only with the components notebook's extensions=True.",
 ]
 
 
@@ -553,6 +714,13 @@ def judge(claim: Claim, results: Mapping[Row, Sequence[dict]], mmd: dict | None 
         return line
     if any(not results.get(row) for row in claim.rows()):
         return line
+    if claim.kind == "spearman":
+        return _judge_spearman(claim, results, line)
+    if claim.kind == "interaction":
+        d = interaction_differences(claim.terms, results)
+        test = paired_test(d)
+        line.update(format_test(test, percent=True), verdict=test.verdict, seeds=test.n)
+        return line
     better = claim.better
     if claim.kind == "best_of":
         better = max(claim.candidates, key=lambda r: float(np.mean(seed_values(results[r], claim.metric))))
@@ -560,7 +728,7 @@ def judge(claim: Claim, results: Mapping[Row, Sequence[dict]], mmd: dict | None 
     test = paired_test(d, claim.paper_effect if claim.kind == "direction" else None)
     line.update(format_test(test, percent=True), verdict=test.verdict, seeds=test.n)
     if claim.kind == "best_of":
-        line["book_value"] += f" (best: lambda1 = {better.lambda1})"
+        line["book_value"] += f" (best: {better.label})"
     elif claim.kind == "equivalence":
         line["verdict"] = equivalence_test(d, claim.margin)
         line["seeds_needed"] = equivalence_seeds(test.mean, test.std, claim.margin) if test.n >= 2 else ""
@@ -569,6 +737,54 @@ def judge(claim: Claim, results: Mapping[Row, Sequence[dict]], mmd: dict | None 
         line["verdict"] = ("inconclusive" if test.n < 2 else "reproduced" if test.low > -m
                            else "opposite" if test.high < -m else "inconclusive")
         line["seeds_needed"] = ""
+    return line
+
+
+def interaction_differences(terms: Sequence[tuple[int, Row, str]], results: Mapping[Row, Sequence[dict]]) -> np.ndarray:
+    """Per seed (the seeds every term's row has, in order), the signed sum of ``terms`` (sign, row, metric)."""
+    values = [(sign, per_seed(results[row], metric)) for sign, row, metric in terms]
+    seeds = sorted(set.intersection(*(set(v) for _, v in values)))
+    return np.array([sum(sign * v[s] for sign, v in values) for s in seeds], dtype=float)
+
+
+def per_shape(record: dict) -> np.ndarray:
+    """The per-shape zero-shot top-1 on shapes24 of a record, in ``vocab.SHAPES`` order (NaN for a shape without
+    test images)."""
+    return np.array([record["metrics"].get(PER_SHAPE + s, np.nan) for s in vocab.SHAPES], dtype=float)
+
+
+def shape_correlations(student: Sequence[dict], reference: Sequence[dict]) -> dict[int, float]:
+    """``{seed: Spearman rho}`` between each student record's per-shape zero-shot and the reference record of the
+    same seed (a reference with one record, the teacher, serves every seed)."""
+    from scipy.stats import spearmanr
+
+    ref = {int(r["config"]["seed"]): r for r in reference}
+    out = {}
+    for record in student:
+        seed = int(record["config"]["seed"])
+        if len(ref) > 1 and seed not in ref:
+            continue
+        other = ref[seed] if len(ref) > 1 else next(iter(ref.values()))
+        a, b = per_shape(record), per_shape(other)
+        both = np.isfinite(a) & np.isfinite(b)
+        out[seed] = float(spearmanr(a[both], b[both]).statistic)
+    return out
+
+
+def _judge_spearman(claim: Claim, results: Mapping[Row, Sequence[dict]], line: dict[str, Any]) -> dict[str, Any]:
+    rho = shape_correlations(results[claim.better], results[claim.reference])
+    if claim.control is None:
+        values = np.array(list(rho.values()))
+        verdict = ("inconclusive" if len(values) < 2 else "reproduced" if (values > 0).all()
+                   else "opposite" if (values < 0).all() else "inconclusive")
+        line.update(book_value=f"rho {', '.join(f'{v:+.2f}' for v in values)} (seeds {sorted(rho)})",
+                    verdict=verdict, seeds=len(values))
+        return line
+    control = shape_correlations(results[claim.better], results[claim.control])
+    test = paired_test(paired_differences(rho, control))
+    line.update(format_test(test, percent=False), verdict=test.verdict, seeds=test.n)
+    line["book_value"] = f"{line['book_value']} (rho teacher {np.mean(list(rho.values())):+.2f}, C_big " \
+                         f"{np.mean(list(control.values())):+.2f})"
     return line
 
 
@@ -590,8 +806,7 @@ def claims(scale: str = "laptop") -> list[dict[str, Any]]:
 
 
 def not_run_table() -> pd.DataFrame:
-    """The claims this chapter does not run by default, and why."""
-    lines = [{"id": c.id, "claim": c.text, "source": c.source,
-              "why not run": c.reason or "an extension: components notebook with extensions=True"}
-             for c in CLAIMS if c.kind == "not_run" or c.extension]
-    return pd.DataFrame(lines).set_index("id")
+    """The claims this chapter does not run, and why (none at present: the frame is empty)."""
+    lines = [{"id": c.id, "claim": c.text, "source": c.source, "why not run": c.reason}
+             for c in CLAIMS if c.kind == "not_run"]
+    return pd.DataFrame(lines, columns=["id", "claim", "source", "why not run"]).set_index("id")
