@@ -22,7 +22,7 @@ from .data.csv_data import check_csv, load_csv
 from .data.paired import PairedData, concat, from_world
 from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
-from .suite import PROBES, evaluate_suite
+from .suite import PROBES, RETRIEVALS, evaluate_suite
 from .methods import MethodContext, check_method_name, create_method, method_class
 from .methods.base import Trained
 from .models import DEFAULT_PRECISION, check_model_name, create_model
@@ -77,8 +77,9 @@ def make_config(
         config["train_data"] = str(Path(config["train_data"]).resolve())
         config["train_size"] = n_train
     for name in config["eval_tasks"]:
-        if name not in task_lib.TASKS and name not in PROBES:
-            raise ValueError(f"eval_tasks: unknown task {name!r}; known: {sorted(task_lib.TASKS) + list(PROBES)}")
+        if name not in task_lib.TASKS and name not in PROBES and name not in RETRIEVALS:
+            raise ValueError(f"eval_tasks: unknown task {name!r}; known: "
+                             f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}")
     params.setdefault("precision", DEFAULT_PRECISION[config["model"]])
     train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
     train_cfg.validate(n_train)

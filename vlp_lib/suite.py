@@ -3,8 +3,10 @@
 Per classification task (ProtoCLIP IV-C): zero-shot top-1/top-5 with prompt ensembles, linear probe
 (L-BFGS logistic regression on unnormalised features), k-NN (k = 20, DINO weighting), clustering
 ARI/AMI (Table XII); on the retrieval set (MS-COCO stand-in): recall@1/5/10 both ways and their
-mean (Table VIII), and the modality gap. Metric keys are ``<task>/<metric>``; task-group averages
-(``AVERAGE_GROUPS``: ``avg3``, ``avg7``, ``robust4``) are ``<group>/<metric>``.
+mean (Table VIII), and the modality gap; the same on a further retrieval set named in ``eval_tasks``
+(``RETRIEVALS``: "retrieval2", iCLIP's Flickr30K stand-in, keys ``retrieval2/<metric>``). Metric keys are
+``<task>/<metric>``; task-group averages (``AVERAGE_GROUPS``: ``avg3``, ``avg7``, ``robust4``) are
+``<group>/<metric>``.
 
 An image-only model (no ``encode_text``: ``eval.has_text_tower``) gets the probes only (linear, k-NN,
 clustering): the zero-shot and retrieval keys are absent from its metrics, and ``chance_levels`` with
@@ -38,6 +40,9 @@ VALIDATION_TASKS = ("shapes10", "shapes_colours", "clutter10")
 # detection stand-in): "presence" -> ``presence/map`` (multi-label mAP over the 24 shapes of 1-3-object images),
 # "relation" -> ``relation/linear`` (4-way linear probe of the primary object's relation to the secondary one).
 PROBES = ("presence", "relation")
+# Retrieval sets evaluated when named in ``eval_tasks`` (the MS-COCO stand-in "retrieval" always is, with a text
+# tower): "retrieval2" -> ``retrieval2/i2t_R@1`` ... (iCLIP Supp Tab. 2's Flickr30K stand-in).
+RETRIEVALS = tuple(name for name in task_lib.RETRIEVAL_SETS if name != "retrieval")
 # metrics averaged over VALIDATION_TASKS into ``avg3/<metric>`` (ImageNet top-1 / top-5 and linear-probe stand-ins)
 AVG3_METRICS = ("zeroshot_top1", "zeroshot_top5", "linear", "knn")
 # Task groups averaged into ``<group>/<metric>``: group -> (its tasks, the metrics averaged). ``avg3``: ProtoCLIP's
@@ -132,8 +137,10 @@ def evaluate_probe(model: torch.nn.Module, name: str, scale: str, n_train: int, 
     raise ValueError(f"probe must be one of {PROBES}, got {name!r}")
 
 
-def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_images: int) -> dict[str, float]:
-    ret = task_lib.load_retrieval(n_images=n_images, scale=scale)
+def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_images: int,
+                       name: str = "retrieval") -> dict[str, float]:
+    """Recall@1/5/10 both ways, their mean and the modality gap on retrieval set ``name`` (``tasks.RETRIEVAL_SETS``)."""
+    ret = task_lib.load_retrieval(n_images=n_images, scale=scale, name=name)
     img = encode_images(model, ret.images)
     txt = encode_texts(model, tokenizer, ret.captions)
     out = retrieval_recall(img, txt, ret.text_image_index)
@@ -174,11 +181,14 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
     zero-shot top-1 of the four shapes10 shifts (``group_averages``), each when all its tasks are evaluated.
 
     An image-only model (``text_tower=False``, or ``None`` and no ``model.encode_text``) gets the probes only:
-    no ``*/zeroshot_*`` and no ``retrieval/*`` keys; ``tokenizer`` may then be ``None``."""
+    no ``*/zeroshot_*`` and no ``retrieval/*`` (nor ``retrieval2/*``) keys; ``tokenizer`` may then be ``None``."""
     text_tower = _text_tower(model, tokenizer, text_tower)
     metrics: dict[str, float] = {}
     for name in config["eval_tasks"]:
-        if name in PROBES:
+        if name in RETRIEVALS:
+            values = evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"], name) \
+                if text_tower else {}
+        elif name in PROBES:
             if not config.get("eval_probes", True):
                 raise ValueError(f"eval_tasks: {name!r} is a probe, but eval_probes is False (zero-shot only)")
             values = evaluate_probe(model, name, config["scale"], config["task_train"], config["task_test"],
@@ -225,6 +235,11 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
 
     out: dict[str, float] = {}
     for name in config["eval_tasks"]:
+        if name in RETRIEVALS:
+            if text_tower:
+                chance = retrieval_chance(config["retrieval_images"])
+                out.update({f"{name}/{key}": value for key, value in chance.items()})
+            continue
         if name == "presence":  # a random scorer's AP of a class is its prevalence
             targets = task_lib.load_multilabel_task(name, "test", n=config["task_test"], scale=config["scale"]).targets
             present = targets.sum(0) > 0

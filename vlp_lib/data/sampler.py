@@ -156,9 +156,14 @@ class MixedSampler(Sampler):
     source's order does not depend on the ratio or on the other sources: a sweep over r shares its random
     numbers), restarting with a new permutation when exhausted. Every batch holds B samples whatever r is: runs
     with the same ``epochs`` and ``episode_size`` see the same total, and ``EpisodePlan.seen`` says how it splits.
+
+    ``epoch_source``: the source whose pool size an epoch counts (``size``), e.g. iCLIP's image-text pairs, so that
+    ``epochs`` means the same total samples at every r and whatever the size of the class data beside them (Supp
+    Tab. 1 compares ratios "with the same number of samples"); ``None`` (default): all the merged data.
     """
 
-    def __init__(self, pools: Mapping[str, Sequence[int] | np.ndarray], ratio: float | Sequence[float]) -> None:
+    def __init__(self, pools: Mapping[str, Sequence[int] | np.ndarray], ratio: float | Sequence[float],
+                 epoch_source: str | None = None) -> None:
         if not isinstance(pools, Mapping) or len(pools) < 2:
             raise ValueError(f"pools must map at least two source names to data indices, got {pools!r}")
         ratios = [ratio] if np.ndim(ratio) == 0 else list(ratio)
@@ -170,8 +175,17 @@ class MixedSampler(Sampler):
                 raise ValueError(f"ratio must be a share in [0, 1], got {r!r}")
         if sum(ratios) > 1.0 + 1e-9:
             raise ValueError(f"ratio: the shares sum to more than 1 ({sum(ratios)})")
+        if epoch_source is not None and epoch_source not in pools:
+            raise ValueError(f"epoch_source must be one of the pools {list(pools)} or None, got {epoch_source!r}")
         self.pools = dict(pools)
         self.ratios = [float(r) for r in ratios]
+        self.epoch_source = epoch_source
+
+    def size(self, n_data: int) -> int:
+        """The samples an epoch counts: the pool of ``epoch_source``, or all ``n_data`` rows without one."""
+        if self.epoch_source is None:
+            return n_data
+        return len(_pool(f"pools[{self.epoch_source!r}]", self.pools[self.epoch_source], n_data))
 
     def counts(self, batch_size: int) -> list[int]:
         """Rows per batch of each source: ``round(r * B)`` for all but the last, which gets the rest."""

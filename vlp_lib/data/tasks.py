@@ -6,7 +6,8 @@ prompt templates, generation knobs, image size, seeds) and ``load_task`` renders
 (10**9), distinct per task and split: a training world generated with a smaller seed, the train split
 and the test split never share an image.
 
-``load_retrieval`` builds the MS-COCO stand-in: images with five clean paraphrased captions each.
+``load_retrieval`` builds the MS-COCO stand-in: images with five clean paraphrased captions each; with
+``name="retrieval2"`` the Flickr30K stand-in of the iCLIP chapter (``RETRIEVAL_SETS``).
 ``load_multilabel_task`` builds the multi-label tasks of ``MULTILABEL_TASKS`` (a multi-hot target row per image
 instead of one label): ``"presence"``, which of the 24 shapes an image of 1-3 objects holds (the PASCAL VOC /
 MS-COCO multi-label stand-in, for detection-style probes).
@@ -14,7 +15,7 @@ The DIME-FM tasks (``DIMEFM_TASKS``, part of ``TASKS``): ``"shapesA"`` (12-way o
 concepts of the Supp G image corpus), ``"shapes24"`` (24-way, per-concept accuracy) and the four robustness
 variants of shapes10 in ``ROBUST_TASKS`` (same classes and templates, one distribution shift each).
 ``SEVEN_TASKS`` are the seven original tasks, averaged into ``avg7/<metric>`` by ``vlp_lib.suite``.
-The class-only labelled view (ImageNet-21K stand-in for iCLIP) is the shape label plus
+The class-only labelled view (ImageNet-21K stand-in for iCLIP) is ``vlp_lib.data.classes``: the shape label plus
 ``vocab.DEFINITIONS``.
 """
 
@@ -185,6 +186,16 @@ TASKS.update(DIMEFM_TASKS)
 ROBUST_TASKS: tuple[str, ...] = ("shapes10_clutter", "shapes10_64px", "shapes10_three", "shapes10_gray")
 # Retrieval: clean captions (no mismatch, junk or omission); 1-3 objects so captions differ in detail.
 RETRIEVAL_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.0)
+# Retrieval sets by name (``load_retrieval``): "retrieval", the MS-COCO stand-in every run is evaluated on, and
+# "retrieval2", the Flickr30K stand-in of the iCLIP chapter (spec 3.3: 1-2 objects, clutter 0.3, five
+# paraphrases), evaluated when named in ``eval_tasks``. Its seed is its own (+95,000), apart from the tasks
+# (< +1,000), DIME-FM (+96,000), relation (+97,000), multi-label (+98,000) and the first retrieval set (+99,000).
+RETRIEVAL2_SEED = TASK_SEED_BASE + 95_000
+RETRIEVAL_SETS: dict[str, dict[str, Any]] = {
+    "retrieval": dict(seed=RETRIEVAL_SEED, knobs=RETRIEVAL_KNOBS, stands_in_for="MS-COCO (5K test)"),
+    "retrieval2": dict(seed=RETRIEVAL2_SEED, knobs=dict(RETRIEVAL_KNOBS, max_objects=2, clutter=0.3),
+                       stands_in_for="Flickr30K (1K test)"),
+}
 
 # Multi-label tasks: the target of an image is a multi-hot row over ``classnames`` (every object counts, not only
 # the primary one). Their own fixed seeds, apart from ``TASKS`` (< +1,000) and retrieval (+99,000).
@@ -353,17 +364,22 @@ def load_relation_task(split: str, n: int | None = None, scale: str = "laptop") 
                 description="relation of the primary to the secondary object, two objects per image")
 
 
-def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, scale: str = "laptop") -> RetrievalSet:
-    """The MS-COCO stand-in: ``n_images`` (default ``retrieval_images`` of ``scale``) 32 px images with
-    ``captions_per_image`` clean captions each, from distinct templates (different paraphrases of the
-    true content: every object named, colour synonyms, sizes, positions and relations vary)."""
+def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, scale: str = "laptop",
+                   name: str = "retrieval") -> RetrievalSet:
+    """Retrieval set ``name`` (``RETRIEVAL_SETS``; default the MS-COCO stand-in): ``n_images`` (default
+    ``retrieval_images`` of ``scale``) 32 px images with ``captions_per_image`` clean captions each, from distinct
+    templates (different paraphrases of the true content: every object named, colour synonyms, sizes, positions
+    and relations vary). ``ValueError`` naming ``name``, ``n_images``, ``captions_per_image`` or ``scale``."""
+    if name not in RETRIEVAL_SETS:
+        raise ValueError(f"name must be one of {list(RETRIEVAL_SETS)}, got {name!r}")
     defaults = scale_defaults(scale)
     n = check_positive_int("n_images", defaults["retrieval_images"] if n_images is None else n_images)
     k = check_positive_int("captions_per_image", captions_per_image)
     if k > len(vocab.CAPTION_TEMPLATES):
         raise ValueError(f"captions_per_image must be <= {len(vocab.CAPTION_TEMPLATES)}, got {k}")
-    w = world.generate(n, RETRIEVAL_SEED, 32, **RETRIEVAL_KNOBS)
-    captions = [c for i in range(n) for c in world.paraphrases(RETRIEVAL_SEED, i, w.knobs, k)]
+    seed, knobs = RETRIEVAL_SETS[name]["seed"], RETRIEVAL_SETS[name]["knobs"]
+    w = world.generate(n, seed, 32, **knobs)
+    captions = [c for i in range(n) for c in world.paraphrases(seed, i, w.knobs, k)]
     return RetrievalSet(
         images=w.images, captions=captions, text_image_index=np.repeat(np.arange(n, dtype=np.int64), k),
         summaries=list(w.summaries), captions_per_image=k,

@@ -11,10 +11,12 @@ from typing import Any
 from .base import Batch, Episode, Method, MethodContext
 from .clip import CLIP
 from .dimefm import DIMEFM
+from .iclip import ICLIP, UniCL
 from .protoclip import ProtoCLIP
 from .pyramidclip import PyramidCLIP
 
-_METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP, "pyramidclip": PyramidCLIP, "dimefm": DIMEFM}
+_METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP, "pyramidclip": PyramidCLIP, "dimefm": DIMEFM,
+                                     "iclip": ICLIP, "unicl": UniCL}
 
 
 def register_method(cls: type[Method]) -> type[Method]:
@@ -40,4 +42,4 @@ def create_method(name: str, **kwargs: Any) -> Method:
     return _METHODS[check_method_name(name)](**kwargs)
 
 
-__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "DIMEFM", "ProtoCLIP", "PyramidCLIP", "create_method", "available_methods", "register_method"]
+__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "DIMEFM", "ICLIP", "ProtoCLIP", "PyramidCLIP", "UniCL", "create_method", "available_methods", "register_method"]
