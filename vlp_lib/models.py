@@ -250,3 +250,68 @@ class CompositeCLIP(torch.nn.Module):
             "text_features": self.encode_text(text, normalize=True) if text is not None else None,
             "logit_scale": self.logit_scale.exp(),
         }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Image-only models: TP_* and ICMLM (Sariyildiz et al.) train a visual backbone with no aligned text tower
+
+
+class ImageOnly(torch.nn.Module):
+    """The image tower of an open_clip model alone, read as a backbone's **spatial feature map**: what ICMLM's TP_*
+    and ICMLM models train (a CNN φ giving X ∈ R^{H×W×C}, main Sec. 3) and what their evaluation reads (Supp F.2:
+    pooled last-layer features).
+
+    The map comes from open_clip's own ``forward_intermediates`` (ViT: the patch tokens of the last blocks, through
+    ``ln_post``, as ``[B, C, H, W]``; ModifiedResNet: the stage outputs, layer4 last): one code path for both
+    towers, with no forward hook to register and no change to the tower's ``output_tokens`` (which would change what
+    ``visual(x)`` returns for every other user of the tower). ``vit-tiny`` at 32 px gives an 8×8 map of width 128;
+    ``rn-tiny`` at 32 px only 1×1 (64 px: 2×2).
+
+    - ``encode_image`` is the global average pool of the last map (GAP(X): ℓ_tp's input and the features every probe
+      of the suite reads); the tower's own pooling head (ViT class token + ``proj``, ResNet ``attnpool``) is unused;
+    - no ``encode_text``: ``eval.has_text_tower`` is False, so ``suite.evaluate_suite`` runs the probes only (no
+      zero-shot, no retrieval);
+    - ``visual`` is shared with the model passed in (no copy).
+    """
+
+    def __init__(self, clip: torch.nn.Module):
+        super().__init__()
+        visual = getattr(clip, "visual", clip)
+        if not callable(getattr(visual, "forward_intermediates", None)):
+            raise ValueError(f"clip must have an open_clip image tower with forward_intermediates (a ViT or a "
+                             f"ModifiedResNet), got {type(visual).__name__}")
+        self.visual = visual
+
+    def feature_maps(self, image: torch.Tensor, last: int = 1) -> list[torch.Tensor]:
+        """The maps ``[B, C, H, W]`` of the ``last`` deepest blocks (ViT) or stages (ResNet), shallowest first:
+        ``last=3`` gives the C-11 / C-12 / C-13 analogue of Supp C. ViT maps go through ``ln_post``."""
+        last = check_positive_int("last", last)
+        if last > self.depth():
+            raise ValueError(f"last ({last}) asks for more maps than the image tower has blocks ({self.depth()})")
+        out = self.visual.forward_intermediates(image, indices=last, normalize_intermediates=True,
+                                                intermediates_only=True)
+        return list(out["image_intermediates"])
+
+    def depth(self) -> int:
+        """The maps ``feature_maps`` can return: a ViT's blocks, or a ModifiedResNet's stem and four stages."""
+        blocks = getattr(getattr(self.visual, "transformer", None), "resblocks", None)
+        return len(blocks) if blocks is not None else 5
+
+    def feature_map(self, image: torch.Tensor) -> torch.Tensor:
+        """X: the last map ``[B, C, H, W]``."""
+        return self.feature_maps(image, 1)[0]
+
+    def map_shape(self) -> tuple[int, int, int]:
+        """``(C, H, W)`` of X at the tower's image size, read from one blank image."""
+        size = model_image_size(self)
+        param = next(self.visual.parameters())
+        with torch.no_grad():
+            x = self.feature_map(torch.zeros(1, 3, size, size, device=param.device, dtype=param.dtype))
+        return int(x.shape[1]), int(x.shape[2]), int(x.shape[3])
+
+    def encode_image(self, image: torch.Tensor, normalize: bool = False) -> torch.Tensor:
+        features = self.feature_map(image).mean(dim=(2, 3))
+        return F.normalize(features, dim=-1) if normalize else features
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return self.encode_image(image)

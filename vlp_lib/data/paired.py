@@ -89,7 +89,8 @@ def from_world(world: Any, tokenizer: Callable[[Sequence[str]], torch.Tensor]) -
         images=world.images,
         captions=list(world.captions),
         tokens=tokenize_all(tokenizer, world.captions),
-        extra={"summaries": world.summaries, "boxes": world.boxes, "labels": world.labels},
+        # objects: every object's (shape, colour, size) ids, e.g. the ground-truth classes of ICMLM's TP_Label
+        extra={"summaries": world.summaries, "boxes": world.boxes, "objects": world.objects, "labels": world.labels},
     )
 
 

@@ -12,11 +12,13 @@ from .base import Batch, Episode, Method, MethodContext
 from .clip import CLIP
 from .dimefm import DIMEFM
 from .iclip import ICLIP, UniCL
+from .icmlm import ICMLM, TagPrediction
 from .protoclip import ProtoCLIP
 from .pyramidclip import PyramidCLIP
 
 _METHODS: dict[str, type[Method]] = {"clip": CLIP, "protoclip": ProtoCLIP, "pyramidclip": PyramidCLIP, "dimefm": DIMEFM,
-                                     "iclip": ICLIP, "unicl": UniCL}
+                                     "iclip": ICLIP, "unicl": UniCL,
+                                     "tp": TagPrediction, "icmlm": ICMLM}
 
 
 def register_method(cls: type[Method]) -> type[Method]:
@@ -42,4 +44,5 @@ def create_method(name: str, **kwargs: Any) -> Method:
     return _METHODS[check_method_name(name)](**kwargs)
 
 
-__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "DIMEFM", "ICLIP", "ProtoCLIP", "PyramidCLIP", "UniCL", "create_method", "available_methods", "register_method"]
+__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "DIMEFM", "ICLIP", "ICMLM", "ProtoCLIP", "PyramidCLIP",
+           "TagPrediction", "UniCL", "create_method", "available_methods", "register_method"]
