@@ -1,0 +1,116 @@
+"""The iCLIP chapter's plan and claims (``vlp_lib.chapters.iclip``) and the shared claim kinds
+(``vlp_lib.chapters.claims``): configs, equal samples, paper numbers, verdicts, bad parameters."""
+
+import json
+
+import pytest
+
+from vlp_lib import experiment
+from vlp_lib.chapters import claims as claim_lib
+from vlp_lib.chapters.iclip import chapter, paper
+
+
+def _records(values: list[float], metric: str) -> list[dict]:
+    return [{"seed": s, "metrics": {metric: v}, "config": {"seed": s}} for s, v in enumerate(values)]
+
+
+def test_every_row_has_a_valid_config_at_equal_samples(monkeypatch):
+    monkeypatch.setattr(experiment, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
+    for scale in chapter.CHAPTER_SCALES:
+        for row in chapter.ROWS:
+            c = chapter.config(row, scale, 0)
+            assert c["context_length"] == chapter.CONTEXT_LENGTH and not c["eval_probes"]
+            assert "retrieval2" in c["eval_tasks"] and "shapes10" in c["eval_tasks"]
+            full = chapter.FULL_FACTOR["epochs"] if row.full else 1
+            assert c["epochs"] == chapter.CHAPTER_SCALES[scale]["unit_epochs"] * full  # epochs count the pairs
+    laptop = {row: chapter.config(row, "laptop") for row in chapter.ROWS}
+    assert laptop[chapter.CLIP]["method"] == "clip" and laptop[chapter.CLIP]["method_kwargs"] == {}
+    assert [laptop[chapter.SWEEP[r]]["method_kwargs"]["ratio"] for r in chapter.RATIOS] == [0.1, 0.25, 0.5, 0.75, 0.9]
+    assert laptop[chapter.NO_DEFINITIONS]["method_kwargs"]["definitions"] is False
+    assert "definitions" not in laptop[chapter.UNICL]["method_kwargs"]
+    half, full = (laptop[r]["method_kwargs"]["class_data"]["n"] for r in (chapter.ICLIP, chapter.ICLIP_FULL))
+    assert full == 2 * half == 40_960
+    # the sweep's rows differ by the ratio alone: the same pairs, class images, seeds and schedule
+    strip = lambda c: {k: v for k, v in c.items() if k not in ("method_kwargs",)}  # noqa: E731
+    assert all(strip(laptop[chapter.SWEEP[r]]) == strip(laptop[chapter.ICLIP]) for r in chapter.RATIOS)
+
+
+def test_claims_take_the_paper_numbers_from_paper_py():
+    by_id = {c.id: c for c in chapter.CLAIMS}
+    assert by_id["I1_zs"].paper_value.startswith("+10.8 .. +15.8")  # 40.9 - 30.1 .. 45.9 - 30.1
+    assert by_id["I1_ir"].paper_value.startswith("+1.4 .. +3.0")  # Tab. 1 itself: 13.9 - 12.5 (the spec says 1.6)
+    assert by_id["I4_flickr_tr"].paper_effect == pytest.approx((49.8 - 37.9) / 100)
+    assert by_id["I4_coco_ir_full"].paper_effect == pytest.approx((18.5 - 17.7) / 100)
+    assert by_id["I2_tr"].paper_best == 0.25 and by_id["I2_zs"].paper_best == 0.5
+    assert {c.notebook for c in chapter.CLAIMS} == set(chapter.CLAIM_NOTEBOOKS) == {"ratio", "unicl"}
+
+
+def test_every_share_claim_needs_all_comparisons_and_shows_the_weakest():
+    claim = next(c for c in chapter.CLAIMS if c.id == "I1_zs")
+    m = claim.metric
+    results = {chapter.CLIP: _records([0.10, 0.11, 0.12], m)}
+    results.update({row: _records([0.20 + i / 100, 0.21 + i / 100, 0.225 + i / 100], m)
+                    for i, row in enumerate(claim.candidates)})
+    line = claim_lib.judge(claim, results, "iCLIP")
+    assert line["verdict"] == "reproduced" and line["book_value"].startswith("5 of 5 reproduced; weakest iCLIP r = 0.1")
+    results[chapter.SWEEP[0.9]] = _records([0.05, 0.06, 0.07], m)  # one share below CLIP in every seed
+    assert claim_lib.judge(claim, results, "iCLIP")["verdict"] == "opposite"
+    del results[chapter.SWEEP[0.9]]
+    assert claim_lib.judge(claim, results, "iCLIP")["verdict"] == "not run"
+
+
+def test_sweep_claim_finds_the_best_share_and_compares_it_with_the_end_point():
+    claim = next(c for c in chapter.CLAIMS if c.id == "I2_zs")
+    m = claim.metric
+    peak = {0.1: 0.30, 0.25: 0.40, 0.5: 0.45, 0.75: 0.41, 0.9: 0.35}
+    results = {row: _records([peak[r], peak[r] + 0.01, peak[r] - 0.005], m) for r, row in claim.grid}
+    line = claim_lib.judge(claim, results, "iCLIP")
+    assert line["verdict"] == "reproduced" and line["book_value"].startswith("best at 0.5")
+    far = {row: _records([0.5 - peak[r], 0.51 - peak[r], 0.495 - peak[r]], m) for r, row in claim.grid}
+    assert claim_lib.judge(claim, far, "iCLIP")["verdict"] == "inconclusive"  # best at 0.1: not 0.5 or a neighbour
+    rising = {row: _records([r, r + 0.01, r - 0.005], m) for r, row in claim.grid}
+    assert claim_lib.judge(claim, rising, "iCLIP")["verdict"] == "opposite"  # the end point itself is best
+
+
+def test_interaction_and_direction_kinds():
+    a, b, c_, d = "a", "b", "c", "d"
+    inter = claim_lib.Claim("X", "gap larger on m1", "s", "interaction", "m1 - m2", "p",
+                            terms=((1, a, "m1"), (-1, b, "m1"), (-1, a, "m2"), (1, b, "m2")))
+    results = {a: [{"config": {"seed": s}, "metrics": {"m1": 0.5 + s / 100, "m2": 0.3}} for s in range(3)],
+               b: [{"config": {"seed": s}, "metrics": {"m1": 0.3, "m2": 0.29 + s / 200}} for s in range(3)]}
+    assert claim_lib.judge(inter, results, "P")["verdict"] == "reproduced"
+    with pytest.raises(ValueError, match="kind"):
+        claim_lib.Claim("Y", "t", "s", "sometimes", "m", "p")
+    direction = claim_lib.Claim("Z", "c beats d", "s", "direction", "m1", "p", better=c_, reference=d)
+    assert claim_lib.judge(direction, results, "P")["verdict"] == "not run"
+
+
+@pytest.mark.parametrize("ratios", [[0.0], [1.0], [-0.1], ["half"], [], [0.5, 0.5], True])
+def test_bad_ratios_are_refused_naming_the_parameter(ratios):
+    with pytest.raises(ValueError, match="ratios"):
+        chapter.check_ratios(ratios)
+
+
+def test_ratio_sweep_rows_and_their_defaults():
+    assert chapter.check_ratios(None) == list(chapter.RATIOS)
+    assert chapter.check_ratios(0.3) == [0.3]
+    rows = chapter.sweep_rows([0.3, 0.5])
+    assert rows[0] == chapter.CLIP and rows[2] is chapter.ICLIP and rows[1].ratio == 0.3
+    with pytest.raises(ValueError, match="seeds"):
+        chapter.resolve_seeds("laptop", [0, 0])
+    with pytest.raises(ValueError, match="scale"):
+        chapter.resolve_seeds("huge", None)
+
+
+def test_every_iclip_notebook_shows_its_claims_and_all_reach_the_scorecard():
+    from vlp_lib.book import report
+    from vlp_lib.paths import REPO_ROOT
+
+    card = report.scorecard("smoke")
+    card_ids = set(card.loc[card["paper"] == "iCLIP", "id"])
+    shown = set()
+    for name in chapter.CLAIM_NOTEBOOKS:
+        cells = json.loads((REPO_ROOT / "notebooks" / f"iclip_{name}.ipynb").read_text())["cells"]
+        assert f'claims_table(results, notebook="{name}")' in "".join("".join(c["source"]) for c in cells)
+        shown |= set(chapter.claims_table({}, notebook=name).index)
+    assert shown == card_ids == {c.id for c in chapter.CLAIMS}
