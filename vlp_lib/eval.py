@@ -162,6 +162,37 @@ def encode_images(
     return F.normalize(feats, dim=-1) if normalize else feats
 
 
+
+def encode_feature_maps(
+    model: torch.nn.Module,
+    images: ArrayLike,
+    last: int = 3,
+    grid: int = 2,
+    batch_size: int = 256,
+) -> list[torch.Tensor]:
+    """Layer-wise features of an image-only model (``models.ImageOnly.feature_maps``): for each of the ``last``
+    deepest maps, shallowest first, its ``grid`` x ``grid`` average pool flattened, ``[N, C·grid²]`` float32 on the
+    CPU (ICMLM Supp C / F.2: the last three layers C-11 / C-12 / C-13, pooled and flattened; ``grid=1`` is GAP)."""
+    if not callable(getattr(model, "feature_maps", None)):
+        raise ValueError(f"model must expose feature_maps (models.ImageOnly), got {type(model).__name__}")
+    if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
+        raise ValueError(f"grid must be a positive integer, got {grid!r}")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    dev, dtype = _model_device(model, None), _model_dtype(model)
+    size = _square_size(getattr(getattr(model, "visual", None), "image_size", None))
+    out: list[list[torch.Tensor]] = []
+    with _eval_mode(model), torch.no_grad():
+        for start in range(0, len(images), batch_size):
+            batch = images[start : start + batch_size]
+            x = to_model_input(batch if isinstance(batch, torch.Tensor) else np.asarray(batch), image_size=size)
+            maps = model.feature_maps(x.to(device=dev, dtype=dtype), last)
+            pooled = [F.adaptive_avg_pool2d(m.float(), grid).flatten(1).cpu() for m in maps]
+            out.append(pooled)
+    if not out:
+        raise ValueError("images is empty")
+    return [torch.cat([batch[k] for batch in out]) for k in range(len(out[0]))]
+
 def encode_texts(
     model: torch.nn.Module,
     tokenizer: Callable[[list[str]], torch.Tensor],
@@ -556,6 +587,68 @@ def multilabel_map(scores: ArrayLike, targets: ArrayLike) -> float:
         raise ValueError("targets has no positive in any class: mean average precision is undefined")
     t = t.astype(np.int64)
     return float(average_precision_score(t[:, present], s[:, present], average="macro"))
+
+
+DEFAULT_SVM_CS = (0.1, 1.0, 10.0)
+
+
+def multilabel_svm_probe(
+    train_feats: ArrayLike,
+    train_targets: ArrayLike,
+    test_feats: ArrayLike,
+    test_targets: ArrayLike,
+    *,
+    Cs: Sequence[float] | None = None,
+    val_fraction: float = 0.2,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Multi-label mAP of one-vs-all linear SVMs on frozen features: ICMLM's VOC07 / COCO protocol (Supp F.2).
+
+    Features are L2-normalised (as in Supp F.2); one scikit-learn ``LinearSVC`` per class, its cost ``C`` chosen
+    on a random validation split (``val_fraction`` of the training features) over the grid ``Cs`` (default
+    ``DEFAULT_SVM_CS`` = 0.1, 1, 10; the paper draws 40 values in [1e-5, 1e5] with Optuna; on this CPU C = 100
+    alone cost as much as the other three together) by that class's validation AP, ties to the smallest ``C``.
+    As in ``linear_probe``, the chosen ``C``'s fit on the fit split scores the test set (no refit); the classes
+    are fitted two at a time (one per core). A class without a positive (or a negative) in the fit split scores
+    a constant. Returns ``map`` (``multilabel_map`` of the test scores) and ``Cs`` (the chosen cost per class).
+    """
+    from sklearn.svm import LinearSVC
+
+    xtr = F.normalize(_feats(train_feats, "train_feats"), dim=-1).numpy()
+    xte = F.normalize(_feats(test_feats, "test_feats"), dim=-1).numpy()
+    ytr, yte = np.asarray(train_targets), np.asarray(test_targets)
+    if ytr.ndim != 2 or yte.ndim != 2 or ytr.shape[1] != yte.shape[1]:
+        raise ValueError(f"train_targets and test_targets must be 2-D multi-hot [N, C] with one C, got "
+                         f"{ytr.shape} and {yte.shape}")
+    _check_len(len(xtr), len(ytr), "train_targets", "train_feats")
+    _check_len(len(xte), len(yte), "test_targets", "test_feats")
+    if xtr.shape[1] != xte.shape[1]:
+        raise ValueError(f"test_feats has dimension {xte.shape[1]} but train_feats has {xtr.shape[1]}")
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    Cs = DEFAULT_SVM_CS if Cs is None else tuple(float(c) for c in Cs)
+    if not Cs or min(Cs) <= 0:
+        raise ValueError(f"Cs must be a non-empty sequence of positive numbers, got {Cs}")
+    order = np.random.default_rng(seed).permutation(len(xtr))
+    n_val = max(1, int(round(val_fraction * len(xtr))))
+    val, fit = order[:n_val], order[n_val:]
+
+    def one_class(c: int) -> tuple[float, np.ndarray]:
+        y_fit, y_val = ytr[fit, c], ytr[val, c]
+        if len(np.unique(y_fit)) < 2:
+            return float("nan"), np.zeros(len(xte))
+        best = None
+        for C in sorted(Cs):
+            svm = LinearSVC(C=C, random_state=seed).fit(xtr[fit], y_fit)
+            ap = average_precision_score(y_val, svm.decision_function(xtr[val])) if y_val.any() else 0.0
+            if best is None or ap > best[0]:
+                best = (ap, C, svm)
+        return best[1], best[2].decision_function(xte)
+
+    with _probe_threads(), ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        fitted = list(pool.map(one_class, range(ytr.shape[1])))
+    scores = np.stack([s for _, s in fitted], axis=1)
+    return {"map": multilabel_map(scores, yte), "Cs": [C for C, _ in fitted]}
 
 
 # --------------------------------------------------------------------------------------------------------------

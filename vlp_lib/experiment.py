@@ -251,6 +251,22 @@ def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
     return model.eval(), tokenizer
 
 
+
+def load_trained_method(record: dict) -> tuple[torch.nn.Module, Any, Any, PairedData]:
+    """The trained model and the trained method (both in eval mode: a method's own heads, e.g. ICMLM's masked-word
+    predictor, which the run discards after training), the tokenizer and the training pairs of a stored run. The
+    method is rebuilt as the run built it (``Method.arguments`` from the same data), then given its trained
+    state from the run's checkpoint."""
+    config = record["config"]
+    data, tokenizer, model = build(config)
+    trained = trained_runs()
+    model = wrap_model(config, model, trained)
+    method = create_method(config["method"], **method_arguments(config, data, model, tokenizer, trained))
+    state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)
+    model.load_state_dict(state["model"])
+    method.load_state_dict(state["method"])
+    return model.eval(), method.eval(), tokenizer, data
+
 def _thin(history: list[dict], max_points: int = 500) -> list[dict]:
     """Keep at most ``max_points`` evenly spaced entries of the step history for the record."""
     if len(history) <= max_points:

@@ -30,6 +30,7 @@ from .eval import (
     linear_probe,
     modality_gap,
     multilabel_map,
+    multilabel_svm_probe,
     per_class_accuracy,
     retrieval_recall,
     zero_shot_accuracy,
@@ -39,7 +40,9 @@ VALIDATION_TASKS = ("shapes10", "shapes_colours", "clutter10")
 # Frozen-feature probes of objects and their layout, named in ``eval_tasks`` like tasks (PyramidCLIP Table 7's
 # detection stand-in): "presence" -> ``presence/map`` (multi-label mAP over the 24 shapes of 1-3-object images),
 # "relation" -> ``relation/linear`` (4-way linear probe of the primary object's relation to the secondary one).
-PROBES = ("presence", "relation")
+# ICMLM's multi-label targets (Supp F.2, linear SVMs): "objects" -> ``objects/map`` (MS-COCO stand-in),
+# "objects_shift" -> ``objects_shift/map`` (PASCAL VOC07 stand-in: 64 px, clutter).
+PROBES = ("presence", "relation", "objects", "objects_shift")
 # Retrieval sets evaluated when named in ``eval_tasks`` (the MS-COCO stand-in "retrieval" always is, with a text
 # tower): "retrieval2" -> ``retrieval2/i2t_R@1`` ... (iCLIP Supp Tab. 2's Flickr30K stand-in).
 RETRIEVALS = tuple(name for name in task_lib.RETRIEVAL_SETS if name != "retrieval")
@@ -103,20 +106,55 @@ def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str,
     return out
 
 
-def presence_map(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0) -> float:
-    """Multi-label presence probe: one-vs-rest logistic regressions (C = 1, standardised unnormalised features)
-    on the ``presence`` task's train split, mAP (``eval.multilabel_map``) of their scores on its test split."""
+def presence_map(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0,
+                 name: str = "presence") -> float:
+    """mAP (``eval.multilabel_map``) of a multi-label probe of task ``name`` (``tasks.MULTILABEL_TASKS``), fitted
+    on its train split, scored on its test split, by the task's ``probe``: ``"logistic"``, one-vs-rest logistic
+    regressions (C = 1, standardised unnormalised features; ``presence``), or ``"svm"``, one-vs-all linear SVMs
+    with C chosen on validation (``eval.multilabel_svm_probe``; ``objects``, ``objects_shift``)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.preprocessing import StandardScaler
 
-    train = task_lib.load_multilabel_task("presence", "train", n=n_train, scale=scale)
-    test = task_lib.load_multilabel_task("presence", "test", n=n_test, scale=scale)
-    f_train, f_test = encode_images(model, train.images).numpy(), encode_images(model, test.images).numpy()
+    train = task_lib.load_multilabel_task(name, "train", n=n_train, scale=scale)
+    test = task_lib.load_multilabel_task(name, "test", n=n_test, scale=scale)
+    f_train, f_test = encode_images(model, train.images), encode_images(model, test.images)
+    if task_lib.MULTILABEL_TASKS[name]["probe"] == "svm":
+        return multilabel_svm_probe(f_train, train.targets, f_test, test.targets, seed=seed)["map"]
+    f_train, f_test = f_train.numpy(), f_test.numpy()
     scaler = StandardScaler().fit(f_train)
     probe = OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=1000, random_state=seed))
     probe.fit(scaler.transform(f_train), train.targets)
     return multilabel_map(probe.decision_function(scaler.transform(f_test)), test.targets)
+
+
+def attribute_zsl_layers(model: torch.nn.Module, scale: str, n_train: int, n_test: int, last: int = 3,
+                         splits: int = 5, n_unseen: int = 25, grid: int = 1,
+                         max_iter: int = 200) -> dict[int, dict[str, float]]:
+    """Attribute zero-shot learning per layer (ICMLM Supp C, Tab. 3; ``eval.attribute_zsl``) on the 100
+    ``shapes_colours`` classes (the CUB / AWA2 stand-in, attributes ``eval.shapes_colours_attributes``): for each of
+    the ``last`` deepest maps of an image-only model (``eval.encode_feature_maps``, ``grid`` x ``grid`` pooled, GAP by
+    default: the C-11 / C-12 / C-13 analogue; Supp C pools to about 9K dimensions, which our maps do not have), the bilinear model is trained on the train-split images of the seen classes and
+    tested on every test image among all 100 classes, over ``splits`` seen / unseen splits (``eval.zsl_split``
+    with split seeds 0 .. splits - 1, ``n_unseen`` unseen classes; ``max_iter`` L-BFGS iterations). Returns ``{map index (1-based, of
+    model.depth()): {"top1", "seen_top1", "unseen_top1"} averaged over the splits}``."""
+    from .eval import attribute_zsl, encode_feature_maps, shapes_colours_attributes, shapes_colours_factors, zsl_split
+
+    train = task_lib.load_task("shapes_colours", "train", n=n_train, scale=scale)
+    test = task_lib.load_task("shapes_colours", "test", n=n_test, scale=scale)
+    f_train = encode_feature_maps(model, train.images, last, grid)
+    f_test = encode_feature_maps(model, test.images, last, grid)
+    attributes, factors = shapes_colours_attributes(), shapes_colours_factors()
+    out: dict[int, dict[str, float]] = {}
+    for k, (x_train, x_test) in enumerate(zip(f_train, f_test)):
+        values = []
+        for split in range(splits):
+            seen, _ = zsl_split(factors, n_unseen, seed=split)
+            rows = np.isin(train.labels, seen)
+            values.append(attribute_zsl(x_train[rows], train.labels[rows], x_test, test.labels, attributes, seen,
+                                        max_iter=max_iter))
+        out[model.depth() - last + k + 1] = {key: float(np.nanmean([v[key] for v in values])) for key in values[0]}
+    return out
 
 
 def relation_accuracy(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0) -> float:
@@ -130,8 +168,8 @@ def relation_accuracy(model: torch.nn.Module, scale: str, n_train: int, n_test: 
 def evaluate_probe(model: torch.nn.Module, name: str, scale: str, n_train: int, n_test: int,
                    seed: int = 0) -> dict[str, float]:
     """The metrics of probe ``name`` (``PROBES``), keyed without the probe's prefix."""
-    if name == "presence":
-        return {"map": presence_map(model, scale, n_train, n_test, seed)}
+    if name in task_lib.MULTILABEL_TASKS:
+        return {"map": presence_map(model, scale, n_train, n_test, seed, name)}
     if name == "relation":
         return {"linear": relation_accuracy(model, scale, n_train, n_test, seed)}
     raise ValueError(f"probe must be one of {PROBES}, got {name!r}")
@@ -240,10 +278,10 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
                 chance = retrieval_chance(config["retrieval_images"])
                 out.update({f"{name}/{key}": value for key, value in chance.items()})
             continue
-        if name == "presence":  # a random scorer's AP of a class is its prevalence
+        if name in task_lib.MULTILABEL_TASKS:  # a random scorer's AP of a class is its prevalence
             targets = task_lib.load_multilabel_task(name, "test", n=config["task_test"], scale=config["scale"]).targets
             present = targets.sum(0) > 0
-            out["presence/map"] = float(targets.mean(0)[present].mean())
+            out[f"{name}/map"] = float(targets.mean(0)[present].mean())
             continue
         if name == "relation":
             labels = task_lib.load_relation_task("test", n=config["task_test"], scale=config["scale"]).labels

@@ -6,7 +6,8 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
 - ``"direction"``: ``better`` beats ``reference`` (``report.VERDICT_RULE`` on the per-seed differences);
 - ``"interaction"``: the per-seed signed sum of ``terms`` (sign, row, metric) is above 0 (a difference of
   differences, e.g. "the gap is larger on IN-1K than on VOC"), same rule;
-- ``"every"``: each of ``candidates`` beats ``reference`` (``EVERY_RULE``); the line shows the weakest comparison;
+- ``"every"``: each of ``candidates`` beats ``reference`` or, with ``better`` set, ``better`` beats each of
+  ``candidates`` (``EVERY_RULE``); the line shows the weakest comparison;
 - ``"sweep"``: ``report.SWEEP_RULE`` over ``grid`` ((value, row) in sweep order) with ``paper_best`` and
   ``endpoint`` (grid values);
 - ``"not_run"``: planned, not run (``reason``).
@@ -96,8 +97,12 @@ def judge(claim: Claim, results: Mapping[Hashable, Sequence[dict]], paper: str) 
                               f"{line['book_value']}")
         return line
     if claim.kind == "every":
-        tests = {row: paired_test(record_differences(results[row], results[claim.reference], claim.metric),
-                                  claim.paper_effect) for row in claim.candidates}
+        def differences(row: Hashable) -> np.ndarray:
+            if claim.better is not None:  # better beats each candidate
+                return record_differences(results[claim.better], results[row], claim.metric)
+            return record_differences(results[row], results[claim.reference], claim.metric)
+
+        tests = {row: paired_test(differences(row), claim.paper_effect) for row in claim.candidates}
         verdicts = [t.verdict for t in tests.values()]
         weakest = min(tests, key=lambda r: tests[r].mean)
         test = tests[weakest]

@@ -9,8 +9,9 @@ and the test split never share an image.
 ``load_retrieval`` builds the MS-COCO stand-in: images with five clean paraphrased captions each; with
 ``name="retrieval2"`` the Flickr30K stand-in of the iCLIP chapter (``RETRIEVAL_SETS``).
 ``load_multilabel_task`` builds the multi-label tasks of ``MULTILABEL_TASKS`` (a multi-hot target row per image
-instead of one label): ``"presence"``, which of the 24 shapes an image of 1-3 objects holds (the PASCAL VOC /
-MS-COCO multi-label stand-in, for detection-style probes).
+instead of one label): which of the 24 shapes an image of 1-3 objects holds, probed with logistic regressions
+(``"presence"``, PyramidCLIP's detection stand-in) or with ICMLM's linear SVMs in distribution (``"objects"``, the
+MS-COCO stand-in) and under a shift (``"objects_shift"``, 64 px and clutter: the PASCAL VOC07 stand-in).
 The DIME-FM tasks (``DIMEFM_TASKS``, part of ``TASKS``): ``"shapesA"`` (12-way over ``SHAPE_SET_A``, the
 concepts of the Supp G image corpus), ``"shapes24"`` (24-way, per-concept accuracy) and the four robustness
 variants of shapes10 in ``ROBUST_TASKS`` (same classes and templates, one distribution shift each).
@@ -208,6 +209,27 @@ MULTILABEL_TASKS: dict[str, dict[str, Any]] = {
         templates=vocab.PROMPT_TEMPLATES["shape"],
         knobs=dict(min_objects=1, max_objects=3),
         image_size=32,
+        probe="logistic",
+    ),
+    # ICMLM's target tasks (Supp F.2: one-vs-all linear SVMs, cost chosen on validation): the in-distribution
+    # stand-in of COCO (the world's 1-3 objects) and the shifted one of VOC07 (other pixels, clutter)
+    "objects": dict(
+        description="which of the 24 shapes are in the image: 1-3 objects, the training world's distribution",
+        stands_in_for="MS-COCO multi-label classification (linear SVMs)",
+        classnames=list(vocab.SHAPES),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(min_objects=1, max_objects=3),
+        image_size=32,
+        probe="svm",
+    ),
+    "objects_shift": dict(
+        description="which of the 24 shapes are in the image: 1-3 objects at 64 px with clutter 0.4 (a shift)",
+        stands_in_for="PASCAL VOC07 multi-label classification (linear SVMs)",
+        classnames=list(vocab.SHAPES),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(min_objects=1, max_objects=3, clutter=0.4),
+        image_size=64,
+        probe="svm",
     ),
 }
 for _k, _spec in enumerate(MULTILABEL_TASKS.values()):
@@ -331,9 +353,10 @@ def shape_multi_hot(objects: Sequence[np.ndarray], num_classes: int = len(vocab.
 
 def load_multilabel_task(name: str, split: str, n: int | None = None, scale: str = "laptop") -> MultiLabelTask:
     """Split ``split`` ("train" | "test") of multi-label task ``name`` (``MULTILABEL_TASKS``) with ``n`` images
-    (default from ``scale``: ``task_train`` / ``task_test``). ``"presence"``: 32 px images of 1-3 objects and
-    the multi-hot of the shapes they hold (``shape_multi_hot`` of ``World.objects``). Not part of the evaluation
-    suite's tasks. ``ValueError`` naming the parameter for a bad name, split, n or scale."""
+    (default from ``scale``: ``task_train`` / ``task_test``): the spec's images and the multi-hot of the shapes
+    they hold (``shape_multi_hot`` of ``World.objects``); ``"presence"`` and ``"objects"`` are 32 px images of 1-3
+    objects, ``"objects_shift"`` 64 px with clutter. Probes of the suite (``suite.PROBES``), not its tasks.
+    ``ValueError`` naming the parameter for a bad name, split, n or scale."""
     if name not in MULTILABEL_TASKS:
         raise ValueError(f"name must be one of {list(MULTILABEL_TASKS)}, got {name!r}")
     n = _split_size(split, n, scale)

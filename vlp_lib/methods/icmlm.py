@@ -481,5 +481,65 @@ class ICMLM(_ImageOnlyMethod):
         return objectives.icmlm_loss(mlm, tp, self.lam), logs
 
 
-__all__ = ["ICMLM", "TagPrediction", "AttFcHead", "TfmHead", "Attention", "label_targets", "caption_clusters",
+
+# --- the proxy task on held-out captions (Supp Tab. 2's "Proxy": top-1 masked token prediction) ----------------
+
+PROXY_SEED = 1_000_097_500  # the held-out captions' world seed: apart from training worlds and every task's seeds
+
+
+def heldout_pairs(config: dict[str, Any], tokenizer: Any, n: int) -> PairedData:
+    """``n`` held-out pairs drawn like the run's training pairs (its image size and world knobs) from a world of
+    its own seed (``PROXY_SEED``): the proxy task's and the validation ℓ_tp's data."""
+    from ..experiment import world_data
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return world_data({**config, "world_seed": PROXY_SEED, "train_size": int(n), "world_mix": []}, tokenizer)
+
+
+def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedData, lm: nn.Module | None = None,
+                  batch_size: int = 256) -> dict[str, float]:
+    """What a trained run does on held-out pairs: ``tp_loss``, the validation ℓ_tp of its tag classifier on
+    GAP(X) against the held-out targets of its label set (the quantity Supp B reads to choose λ; with λ = 0 the
+    classifier is never trained), and, for an ICMLM run, the proxy task of Supp Tab. 2 over every
+    (image, caption, masked token) triplet of the held-out captions (``lexicon.masked_triplets``):
+    ``mtp_top1`` (ICMLM: image and masked caption) and ``lm_top1`` (the frozen world-LM alone, the "BERT_base alone"
+    row, over the same candidates: its whole vocabulary, or the label set with ``vocabulary="labels"``), and
+    ``triplets`` (how many)."""
+    from ..data.transforms import to_model_input
+    from ..models import model_image_size
+    from ..world_lm import masked_token_accuracy
+
+    size = model_image_size(model)
+    if method.tags is not None:
+        targets = torch.from_numpy(lexicon.tag_targets(heldout.captions, method.tags))
+    elif method.classifier.out_features == 24 and "objects" in heldout.extra:
+        targets = torch.from_numpy(shape_multi_hot(heldout.extra["objects"]).astype(np.float32))
+    else:
+        targets = None  # TP_Cluster: the held-out captions have no clusters of the run's K-Means
+    out: dict[str, float] = {}
+    with torch.no_grad():
+        if targets is not None:
+            features = torch.cat([model.encode_image(to_model_input(heldout.images[i:i + batch_size], size))
+                                  for i in range(0, len(heldout), batch_size)])
+            out["tp_loss"] = float(objectives.tp_loss(method.classifier(features), targets, method.tp_kind,
+                                                      method.tp_reduction))
+        if isinstance(method, ICMLM):
+            triplets = lexicon.masked_triplets(heldout.tokens, method.mask_ids, method.lm.mask_id)
+            if not len(triplets["pair"]):
+                raise ValueError("the held-out captions hold no token of the run's label set")
+            correct = 0
+            for i in range(0, len(triplets["pair"]), batch_size):
+                rows = slice(i, i + batch_size)
+                images = to_model_input(heldout.images[triplets["pair"][rows].numpy()], size)
+                predicted = method.predict(model, images, triplets["tokens"][rows], triplets["position"][rows])
+                correct += int((predicted == triplets["target"][rows]).sum())
+            out["mtp_top1"] = correct / len(triplets["pair"])
+            candidates = method.candidates if len(method.candidates) < method.lm.vocab_size else None
+            out["lm_top1"] = masked_token_accuracy(method.lm, triplets["tokens"], triplets["position"],
+                                                   triplets["target"], candidates)
+            out["triplets"] = float(len(triplets["pair"]))
+    return out
+
+__all__ = ["ICMLM", "TagPrediction", "PROXY_SEED", "heldout_pairs", "proxy_metrics", "AttFcHead", "TfmHead", "Attention", "label_targets", "caption_clusters",
            "check_label_set", "LABEL_SETS", "HEADS"]

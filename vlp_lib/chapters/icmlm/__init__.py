@@ -1,0 +1,13 @@
+"""ICMLM (Sariyildiz, Perez, Larlus, "Learning Visual Representations with Caption Annotations", ECCV 2020; the
+supplement only): the chapter's runs and claims (``chapter``) and the paper's numbers (``paper``)."""
+
+from .. import Chapter, register
+
+CHAPTER = register(Chapter(
+    name="icmlm",
+    paper="ICMLM",
+    # reading order = execution order: the heads page starts its ICMLM runs from the label page's TP_Postag runs
+    notebooks=("icmlm_labels", "icmlm_heads"),
+    module="vlp_lib.chapters.icmlm.chapter",
+    order=50,
+))
