@@ -303,3 +303,80 @@ def test_attribute_zsl_beats_chance_on_separable_data():
         ev.attribute_zsl(x_train, y_train, x_test, y_test, attributes, [0, 99])
     with pytest.raises(ValueError, match="test_features"):
         ev.attribute_zsl(x_train, y_train, x_test[:, :3], y_test, attributes, seen)
+
+
+# --- ICMLM's targets: linear-SVM multi-label probes, layer-wise features, the proxy task -----------------------
+
+
+def test_multilabel_svm_probe_recovers_separable_tags_and_is_at_chance_on_noise():
+    rng = np.random.default_rng(0)
+    targets = (rng.random((600, 6)) < 0.3).astype(np.int64)
+    features = targets @ rng.normal(size=(6, 20)) + 0.2 * rng.normal(size=(600, 20))
+    out = ev.multilabel_svm_probe(features[:400], targets[:400], features[400:], targets[400:])
+    assert out["map"] > 0.95 and len(out["Cs"]) == 6 and set(out["Cs"]) <= set(ev.DEFAULT_SVM_CS)
+    noise = rng.normal(size=(600, 20))
+    chance = ev.multilabel_svm_probe(noise[:400], targets[:400], noise[400:], targets[400:])["map"]
+    assert abs(chance - targets[400:].mean()) < 0.1  # a random scorer's AP is the prevalence
+    with pytest.raises(ValueError, match="train_targets"):
+        ev.multilabel_svm_probe(features[:400], targets[:400, 0], features[400:], targets[400:])
+    with pytest.raises(ValueError, match="Cs"):
+        ev.multilabel_svm_probe(features[:400], targets[:400], features[400:], targets[400:], Cs=[0.0])
+
+
+def test_svm_presence_probes_in_the_suite_and_their_chance_levels():
+    from vlp_lib import suite
+    from vlp_lib.data import tasks
+
+    assert tasks.MULTILABEL_TASKS["objects_shift"]["image_size"] == 64
+    assert {tasks.MULTILABEL_TASKS[n]["probe"] for n in ("objects", "objects_shift")} == {"svm"}
+    model = ImageOnly(create_model("rn-tiny", 64, 24, image_size=64, seed=0))
+    cfg = {"eval_tasks": ["objects", "objects_shift"], "scale": "smoke", "task_train": 80, "task_test": 40, "seed": 0}
+    metrics = suite.evaluate_suite(model, None, cfg)
+    chance = suite.chance_levels(cfg, text_tower=False)
+    assert set(metrics) == set(chance) == {"objects/map", "objects_shift/map"}
+    assert all(0 < v <= 1 for v in [*metrics.values(), *chance.values()])
+
+
+def test_feature_maps_pooled_per_layer_and_attribute_zsl_per_layer():
+    from vlp_lib import suite
+
+    model = ImageOnly(create_model("rn-tiny", 64, 24, image_size=64, seed=0))
+    images = np.random.default_rng(0).integers(0, 255, (5, 32, 32, 3), dtype=np.uint8)
+    maps = ev.encode_feature_maps(model, images, last=3, grid=1)
+    assert [tuple(m.shape) for m in maps] == [(5, 128), (5, 256), (5, 512)]  # layer2, layer3, layer4 GAP
+    assert [m.shape[1] for m in ev.encode_feature_maps(model, images, last=2, grid=2)] == [1024, 2048]
+    assert torch.allclose(maps[-1], ev.encode_images(model, images), atol=1e-5)  # GAP(X) is encode_image
+    with pytest.raises(ValueError, match="feature_maps"):
+        ev.encode_feature_maps(create_model("rn-tiny", 64, 24, seed=0), images)
+    with pytest.raises(ValueError, match="grid"):
+        ev.encode_feature_maps(model, images, grid=0)
+    with pytest.raises(ValueError, match="last"):  # a layer count the model lacks
+        ev.encode_feature_maps(model, images, last=6)
+    out = suite.attribute_zsl_layers(model, "smoke", 120, 60, last=3, splits=2, max_iter=10)
+    assert sorted(out) == [3, 4, 5] and all(0 <= v["top1"] <= 1 for v in out.values())
+    assert set(out[5]) == {"top1", "seen_top1", "unseen_top1"}
+
+
+def test_proxy_task_of_a_stored_icmlm_run_and_the_lm_alone():
+    from vlp_lib.methods.icmlm import ICMLM, heldout_pairs, proxy_metrics
+
+    cfg = config("icmlm", head="att-fc", heads=2, **{"lambda": 0.5})
+    record = experiment.run(cfg, progress=False, verbose=False)
+    model, method, tokenizer, data = experiment.load_trained_method(record)
+    assert isinstance(method, ICMLM) and not method.training and len(data) == cfg["train_size"]
+    state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)["method"]
+    assert torch.equal(method.decoder.weight, state["decoder.weight"])  # the trained head, not a new one
+    heldout = heldout_pairs(cfg, tokenizer, 30)
+    assert len(heldout) == 30 and not np.array_equal(heldout.images[:5], data.images[:5])  # a world of its own
+    out = proxy_metrics(model, method, heldout)
+    assert set(out) == {"tp_loss", "mtp_top1", "lm_top1", "triplets"} and out["triplets"] >= 30
+    assert 0 <= out["mtp_top1"] <= 1 and out["tp_loss"] > 0
+    triplets = lexicon.masked_triplets(heldout.tokens, method.mask_ids, method.lm.mask_id)
+    assert out["lm_top1"] == world_lm.masked_token_accuracy(method.lm, triplets["tokens"], triplets["position"],
+                                                            triplets["target"])
+    assert proxy_metrics(model, method, heldout) == out  # deterministic: eval mode, no sampling
+    tp_record = experiment.run(config("tp", label_set="postag", k=10), progress=False, verbose=False)
+    tp_model, tp_method, _, _ = experiment.load_trained_method(tp_record)
+    assert set(proxy_metrics(tp_model, tp_method, heldout)) == {"tp_loss"}
+    with pytest.raises(ValueError, match="n must"):
+        heldout_pairs(cfg, tokenizer, 0)

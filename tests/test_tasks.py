@@ -120,7 +120,8 @@ def test_definitions_cover_every_shape():
 def test_presence_task_is_multi_hot_over_every_object():
     t = tasks.load_multilabel_task("presence", "test", n=60)
     spec = tasks.MULTILABEL_TASKS["presence"]
-    assert tasks.multilabel_task_names() == ["presence"] and "presence" not in tasks.TASKS  # not in the suite
+    assert tasks.multilabel_task_names() == ["presence", "objects", "objects_shift"]
+    assert not set(tasks.multilabel_task_names()) & set(tasks.TASKS)  # probes, not tasks of the suite
     assert t.name == "presence" and t.split == "test" and len(t) == 60 and t.stands_in_for
     assert t.images.shape == (60, 32, 32, 3) and t.images.dtype == np.uint8
     assert t.classnames == vocab.SHAPES and t.targets.shape == (60, 24) and t.targets.dtype == np.int64
