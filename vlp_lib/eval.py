@@ -335,6 +335,22 @@ def _probe_threads() -> Iterator[None]:
         yield
 
 
+def _check_probe(xtr: np.ndarray, ytr: np.ndarray, xte: np.ndarray, yte: np.ndarray, what: str,
+                 val_fraction: float, Cs: Sequence[float] | None, default: Sequence[float]) -> tuple[float, ...]:
+    """A probe's inputs: ``train_<what>`` / ``test_<what>`` as long as their features, one feature dimension, a
+    validation share in (0, 1) and a non-empty grid of positive costs (``default`` when ``Cs`` is ``None``)."""
+    _check_len(len(xtr), len(ytr), f"train_{what}", "train_feats")
+    _check_len(len(xte), len(yte), f"test_{what}", "test_feats")
+    if xtr.shape[1] != xte.shape[1]:
+        raise ValueError(f"test_feats has dimension {xte.shape[1]} but train_feats has {xtr.shape[1]}")
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    Cs = tuple(default) if Cs is None else tuple(float(c) for c in Cs)
+    if not Cs or min(Cs) <= 0:
+        raise ValueError(f"Cs must be a non-empty sequence of positive numbers, got {Cs}")
+    return Cs
+
+
 def linear_probe(
     train_feats: ArrayLike,
     train_labels: ArrayLike,
@@ -375,17 +391,9 @@ def linear_probe(
     ytr = _labels(train_labels, "train_labels")
     xte = _feats(test_feats, "test_feats").numpy()
     yte = _labels(test_labels, "test_labels")
-    _check_len(len(xtr), len(ytr), "train_labels", "train_feats")
-    _check_len(len(xte), len(yte), "test_labels", "test_feats")
-    if xtr.shape[1] != xte.shape[1]:
-        raise ValueError(f"test_feats has dimension {xte.shape[1]} but train_feats has {xtr.shape[1]}")
-    if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    Cs = _check_probe(xtr, ytr, xte, yte, "labels", val_fraction, Cs, DEFAULT_CS)
     if len(np.unique(ytr)) < 2:
         raise ValueError("train_labels must hold at least two classes")
-    Cs = DEFAULT_CS if Cs is None else tuple(float(c) for c in Cs)
-    if not Cs or min(Cs) <= 0:
-        raise ValueError(f"Cs must be a non-empty sequence of positive numbers, got {Cs}")
 
     # C selection: only the training features are touched
     fit_idx, val_idx = _val_split(len(xtr), ytr, val_fraction, seed)
@@ -620,15 +628,7 @@ def multilabel_svm_probe(
     if ytr.ndim != 2 or yte.ndim != 2 or ytr.shape[1] != yte.shape[1]:
         raise ValueError(f"train_targets and test_targets must be 2-D multi-hot [N, C] with one C, got "
                          f"{ytr.shape} and {yte.shape}")
-    _check_len(len(xtr), len(ytr), "train_targets", "train_feats")
-    _check_len(len(xte), len(yte), "test_targets", "test_feats")
-    if xtr.shape[1] != xte.shape[1]:
-        raise ValueError(f"test_feats has dimension {xte.shape[1]} but train_feats has {xtr.shape[1]}")
-    if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
-    Cs = DEFAULT_SVM_CS if Cs is None else tuple(float(c) for c in Cs)
-    if not Cs or min(Cs) <= 0:
-        raise ValueError(f"Cs must be a non-empty sequence of positive numbers, got {Cs}")
+    Cs = _check_probe(xtr, ytr, xte, yte, "targets", val_fraction, Cs, DEFAULT_SVM_CS)
     order = np.random.default_rng(seed).permutation(len(xtr))
     n_val = max(1, int(round(val_fraction * len(xtr))))
     val, fit = order[:n_val], order[n_val:]

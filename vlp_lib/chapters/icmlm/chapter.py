@@ -42,9 +42,9 @@ from ..plan import seeds_parameter
 from . import paper
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=128, epochs=1, batch_size=32, lr=2e-3, task_train=100, task_test=60, seeds=(0, 1),
+    "smoke": dict(train_size=128, epochs=1, batch_size=32, lr=2e-3, task_train=100, task_test=60, seeds=(0,),
                   proxy_captions=40, zsl_splits=1, zsl_iter=20, lm=dict(captions=2_000, epochs=1)),
-    "laptop": dict(train_size=5_120, epochs=2, batch_size=128, lr=2e-3, task_train=1_000, task_test=1_000,
+    "laptop": dict(train_size=5_120, epochs=2, batch_size=128, lr=2e-3, task_train=2_000, task_test=1_000,
                    seeds=(0, 1, 2), proxy_captions=1_000, zsl_splits=2, zsl_iter=200, lm={}),
     "paper": dict(train_size=118_000, epochs=100, batch_size=128, lr=3e-2, task_train=10_000, task_test=5_000,
                   seeds=(0, 1, 2), proxy_captions=5_000, zsl_splits=5, zsl_iter=200, lm={}),
@@ -261,6 +261,15 @@ def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) 
     if any(runs.load(kind, r["config"]) is None for kind in kinds for r in records):
         return None
     return _with_added(row, records)
+
+
+def chance_levels(scale: str = "laptop") -> dict[str, float]:
+    """What a random scorer gets on each target (``suite.chance_levels``): the classes' prevalence for the mAPs,
+    1 / 100 for IN-1K. ``{"VOC": ..., "IN-1K": ..., "COCO": ...}``."""
+    from ...suite import chance_levels as suite_chance
+
+    chance = suite_chance(config(TP_POSTAG, scale, 0), text_tower=False)
+    return {name: chance[key] for name, key in TARGETS.items()}
 
 
 def table(results: dict[Row, list[dict]], rows: Sequence[Row], metrics: dict[str, str],
