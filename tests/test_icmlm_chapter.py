@@ -112,6 +112,7 @@ def test_bad_parameters_are_refused_naming_them(check, value, name):
 def test_default_parameters():
     assert chapter.check_label_sizes(None) == [10, 25, 50, 100]
     assert chapter.check_lambdas(None) == [0.0, 0.1, 1.0]
+    assert chapter.check_label_sizes(None, "smoke") == [50, 100] and chapter.check_lambdas(None, "smoke") == [0.0, 0.1]
     assert chapter.check_lambdas(0.5) == [0.5] and chapter.lambda_rows([0.0])[0] == chapter.TFM
     assert chapter.size_rows([50])[0] == chapter.TP_POSTAG
     assert chapter.resolve_seeds("smoke", None) == [0]  # smoke runs every line once: not evidence

@@ -43,7 +43,8 @@ from . import paper
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(train_size=128, epochs=1, batch_size=32, lr=2e-3, task_train=100, task_test=60, seeds=(0,),
-                  proxy_captions=40, zsl_splits=1, zsl_iter=20, lm=dict(captions=2_000, epochs=1)),
+                  proxy_captions=40, zsl_splits=1, zsl_iter=20, lm=dict(captions=1_000, epochs=1),
+                  label_sizes=(50, 100), lambdas=(0.0, 0.1)),
     "laptop": dict(train_size=5_120, epochs=2, batch_size=128, lr=2e-3, task_train=2_000, task_test=1_000,
                    seeds=(0, 1, 2), proxy_captions=1_000, zsl_splits=2, zsl_iter=200, lm={}),
     "paper": dict(train_size=118_000, epochs=100, batch_size=128, lr=3e-2, task_train=10_000, task_test=5_000,
@@ -152,11 +153,12 @@ def training_captions(scale: str = "laptop", seed: int = 0) -> list[str]:
     return experiment.world_data(c, world_tokenizer(c["context_length"])).captions
 
 
-def check_label_sizes(sizes: Any) -> list[int]:
-    """The label-set sizes of the Table 1 sweep: ``None`` = ``K_SWEEP``; else a non-empty list of distinct
-    integers in [1, the world lexicon's size] (``lexicon.lexicon_size``). ``ValueError`` naming ``label_sizes``."""
+def check_label_sizes(sizes: Any, scale: str = "laptop") -> list[int]:
+    """The label-set sizes of the Table 1 sweep: ``None`` = ``K_SWEEP`` (the scale's ``label_sizes`` where it sets
+    them: smoke runs two); else a non-empty list of distinct integers in [1, the world lexicon's size]
+    (``lexicon.lexicon_size``). ``ValueError`` naming ``label_sizes``."""
     if sizes is None:
-        return list(K_SWEEP)
+        return list(CHAPTER_SCALES[scale].get("label_sizes", K_SWEEP))
     if isinstance(sizes, int) and not isinstance(sizes, bool):
         sizes = [sizes]
     top = lexicon.lexicon_size()
@@ -174,11 +176,11 @@ def size_rows(sizes: Sequence[int]) -> list[Row]:
     return [SIZES.get(k) or Row(f"TP_Postag NN+ADJ+VB ({k})", k=k, eval="voc") for k in sizes]
 
 
-def check_lambdas(lambdas: Any) -> list[float]:
-    """λ of Eq. 8 for the tfm (1, 1) sweep: ``None`` = (0, 0.1, 1); else a non-empty list of distinct numbers
-    >= 0. ``ValueError`` naming ``lambdas``."""
+def check_lambdas(lambdas: Any, scale: str = "laptop") -> list[float]:
+    """λ of Eq. 8 for the tfm (1, 1) sweep: ``None`` = (0, 0.1, 1) (the scale's ``lambdas`` where it sets them:
+    smoke runs two); else a non-empty list of distinct numbers >= 0. ``ValueError`` naming ``lambdas``."""
     if lambdas is None:
-        return sorted(LAMBDAS)
+        return sorted(CHAPTER_SCALES[scale].get("lambdas", LAMBDAS))
     if isinstance(lambdas, (int, float)) and not isinstance(lambdas, bool):
         lambdas = [lambdas]
     if not isinstance(lambdas, (list, tuple)) or not lambdas or any(
