@@ -145,21 +145,26 @@ def encode_images(
     memmapped evaluation set is never loaded whole. The features are unnormalised unless
     ``normalize``: linear probing uses them before normalisation (ProtoCLIP Sec. IV-C.2).
     """
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    dev, dtype = _model_device(model, device), _model_dtype(model)
-    size = _square_size(getattr(getattr(model, "visual", None), "image_size", None))
-    out = []
     with _eval_mode(model), torch.no_grad():
-        for start in range(0, len(images), batch_size):
-            batch = images[start : start + batch_size]
-            # slicing a memmap reads only this batch from disk
-            x = to_model_input(batch if isinstance(batch, torch.Tensor) else np.asarray(batch), image_size=size)
-            out.append(model.encode_image(x.to(device=dev, dtype=dtype)).float().cpu())
+        out = [model.encode_image(x).float().cpu() for x in _model_batches(model, images, batch_size, device)]
     if not out:
         raise ValueError("images is empty")
     feats = torch.cat(out)
     return F.normalize(feats, dim=-1) if normalize else feats
+
+
+def _model_batches(model: torch.nn.Module, images: ArrayLike, batch_size: int,
+                   device: str | torch.device | None = None) -> Iterator[torch.Tensor]:
+    """uint8 images ``[N, H, W, 3]`` as model input batches (``to_model_input`` at ``model.visual.image_size``, on
+    the model's device and dtype), converted one batch at a time: slicing a memmap reads only that batch."""
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    dev, dtype = _model_device(model, device), _model_dtype(model)
+    size = _square_size(getattr(getattr(model, "visual", None), "image_size", None))
+    for start in range(0, len(images), batch_size):
+        batch = images[start : start + batch_size]
+        x = to_model_input(batch if isinstance(batch, torch.Tensor) else np.asarray(batch), image_size=size)
+        yield x.to(device=dev, dtype=dtype)
 
 
 
@@ -177,21 +182,13 @@ def encode_feature_maps(
         raise ValueError(f"model must expose feature_maps (models.ImageOnly), got {type(model).__name__}")
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
         raise ValueError(f"grid must be a positive integer, got {grid!r}")
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    dev, dtype = _model_device(model, None), _model_dtype(model)
-    size = _square_size(getattr(getattr(model, "visual", None), "image_size", None))
-    out: list[list[torch.Tensor]] = []
     with _eval_mode(model), torch.no_grad():
-        for start in range(0, len(images), batch_size):
-            batch = images[start : start + batch_size]
-            x = to_model_input(batch if isinstance(batch, torch.Tensor) else np.asarray(batch), image_size=size)
-            maps = model.feature_maps(x.to(device=dev, dtype=dtype), last)
-            pooled = [F.adaptive_avg_pool2d(m.float(), grid).flatten(1).cpu() for m in maps]
-            out.append(pooled)
+        out = [[F.adaptive_avg_pool2d(m.float(), grid).flatten(1).cpu() for m in model.feature_maps(x, last)]
+               for x in _model_batches(model, images, batch_size)]
     if not out:
         raise ValueError("images is empty")
-    return [torch.cat([batch[k] for batch in out]) for k in range(len(out[0]))]
+    return [torch.cat(layer) for layer in zip(*out)]
+
 
 def encode_texts(
     model: torch.nn.Module,

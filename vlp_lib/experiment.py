@@ -24,7 +24,7 @@ from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
 from .suite import PROBES, RETRIEVALS, evaluate_suite
 from .methods import MethodContext, check_method_name, create_method, method_class
-from .methods.base import Trained
+from .methods.base import Method, Trained
 from .models import DEFAULT_PRECISION, check_model_name, create_model
 from .paths import checkpoint_dir
 from .teachers import check_teacher, clip_text_features, minilm_features
@@ -205,6 +205,16 @@ def teacher_features(name: str, config: dict[str, Any], data: PairedData) -> np.
     return None
 
 
+def build_method(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module, Method]:
+    """Training pairs, tokenizer, the freshly initialised model the run trains (``wrap_model``) and its method,
+    built from them (``method_arguments``): what a run of ``config`` starts from."""
+    data, tokenizer, model = build(config)
+    trained = trained_runs()
+    model = wrap_model(config, model, trained)
+    method = create_method(config["method"], **method_arguments(config, data, model, tokenizer, trained))
+    return data, tokenizer, model, method
+
+
 def checkpoint_path(config: dict[str, Any]):
     return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config)}-{runs.code_fingerprint()}.pt"
 
@@ -214,10 +224,7 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
 
     def compute() -> dict[str, Any]:
         t0 = time.perf_counter()
-        data, tokenizer, model = build(config)
-        trained = trained_runs()
-        model = wrap_model(config, model, trained)
-        method = create_method(config["method"], **method_arguments(config, data, model, tokenizer, trained))
+        data, tokenizer, model, method = build_method(config)
         data, sampler = method.training_data(data)
         t_setup = time.perf_counter() - t0
         result = train(model, method, data, train_config(config, progress), checkpoint_path(config), sampler=sampler)
@@ -252,20 +259,16 @@ def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
 
 
 
-def load_trained_method(record: dict) -> tuple[torch.nn.Module, Any, Any, PairedData]:
+def load_trained_method(record: dict) -> tuple[torch.nn.Module, Method, Any, PairedData]:
     """The trained model and the trained method (both in eval mode: a method's own heads, e.g. ICMLM's masked-word
     predictor, which the run discards after training), the tokenizer and the training pairs of a stored run. The
-    method is rebuilt as the run built it (``Method.arguments`` from the same data), then given its trained
-    state from the run's checkpoint."""
-    config = record["config"]
-    data, tokenizer, model = build(config)
-    trained = trained_runs()
-    model = wrap_model(config, model, trained)
-    method = create_method(config["method"], **method_arguments(config, data, model, tokenizer, trained))
+    method is rebuilt as the run built it (``build_method``), then given its trained state from the checkpoint."""
+    data, tokenizer, model, method = build_method(record["config"])
     state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
     method.load_state_dict(state["method"])
     return model.eval(), method.eval(), tokenizer, data
+
 
 def _thin(history: list[dict], max_points: int = 500) -> list[dict]:
     """Keep at most ``max_points`` evenly spaced entries of the step history for the record."""

@@ -134,10 +134,11 @@ def attribute_zsl_layers(model: torch.nn.Module, scale: str, n_train: int, n_tes
     """Attribute zero-shot learning per layer (ICMLM Supp C, Tab. 3; ``eval.attribute_zsl``) on the 100
     ``shapes_colours`` classes (the CUB / AWA2 stand-in, attributes ``eval.shapes_colours_attributes``): for each of
     the ``last`` deepest maps of an image-only model (``eval.encode_feature_maps``, ``grid`` x ``grid`` pooled, GAP by
-    default: the C-11 / C-12 / C-13 analogue; Supp C pools to about 9K dimensions, which our maps do not have), the bilinear model is trained on the train-split images of the seen classes and
-    tested on every test image among all 100 classes, over ``splits`` seen / unseen splits (``eval.zsl_split``
-    with split seeds 0 .. splits - 1, ``n_unseen`` unseen classes; ``max_iter`` L-BFGS iterations). Returns ``{map index (1-based, of
-    model.depth()): {"top1", "seen_top1", "unseen_top1"} averaged over the splits}``."""
+    default: the C-11 / C-12 / C-13 analogue; Supp C pools to about 9K dimensions, which our maps do not have), the
+    bilinear model is trained on the train-split images of the seen classes and tested on every test image among
+    all 100 classes, over ``splits`` seen / unseen splits (``eval.zsl_split`` with split seeds 0 .. splits - 1,
+    ``n_unseen`` unseen classes; ``max_iter`` L-BFGS iterations). Returns ``{map index (1-based, of model.depth()):
+    {"top1", "seen_top1", "unseen_top1"} averaged over the splits}``."""
     from .eval import attribute_zsl, encode_feature_maps, shapes_colours_attributes, shapes_colours_factors, zsl_split
 
     train = task_lib.load_task("shapes_colours", "train", n=n_train, scale=scale)

@@ -201,36 +201,26 @@ RETRIEVAL_SETS: dict[str, dict[str, Any]] = {
 # Multi-label tasks: the target of an image is a multi-hot row over ``classnames`` (every object counts, not only
 # the primary one). Their own fixed seeds, apart from ``TASKS`` (< +1,000) and retrieval (+99,000).
 MULTILABEL_SEED_BASE = TASK_SEED_BASE + 98_000
+def _shape_presence(description: str, stands_in_for: str, probe: str, image_size: int = 32,
+                    **knobs: Any) -> dict[str, Any]:
+    """A multi-label task over the 24 shapes of images of 1-3 objects (``knobs`` added), scored by ``probe``."""
+    return dict(description=description, stands_in_for=stands_in_for, classnames=list(vocab.SHAPES),
+                templates=vocab.PROMPT_TEMPLATES["shape"], knobs=dict(min_objects=1, max_objects=3, **knobs),
+                image_size=image_size, probe=probe)
+
+
 MULTILABEL_TASKS: dict[str, dict[str, Any]] = {
-    "presence": dict(
-        description="which of the 24 shapes are in the image: 1-3 objects, every object labelled",
-        stands_in_for="PASCAL VOC / MS-COCO multi-label classification (detection probe)",
-        classnames=list(vocab.SHAPES),
-        templates=vocab.PROMPT_TEMPLATES["shape"],
-        knobs=dict(min_objects=1, max_objects=3),
-        image_size=32,
-        probe="logistic",
-    ),
+    "presence": _shape_presence(
+        "which of the 24 shapes are in the image: 1-3 objects, every object labelled",
+        "PASCAL VOC / MS-COCO multi-label classification (detection probe)", "logistic"),
     # ICMLM's target tasks (Supp F.2: one-vs-all linear SVMs, cost chosen on validation): the in-distribution
     # stand-in of COCO (the world's 1-3 objects) and the shifted one of VOC07 (other pixels, clutter)
-    "objects": dict(
-        description="which of the 24 shapes are in the image: 1-3 objects, the training world's distribution",
-        stands_in_for="MS-COCO multi-label classification (linear SVMs)",
-        classnames=list(vocab.SHAPES),
-        templates=vocab.PROMPT_TEMPLATES["shape"],
-        knobs=dict(min_objects=1, max_objects=3),
-        image_size=32,
-        probe="svm",
-    ),
-    "objects_shift": dict(
-        description="which of the 24 shapes are in the image: 1-3 objects at 64 px with clutter 0.4 (a shift)",
-        stands_in_for="PASCAL VOC07 multi-label classification (linear SVMs)",
-        classnames=list(vocab.SHAPES),
-        templates=vocab.PROMPT_TEMPLATES["shape"],
-        knobs=dict(min_objects=1, max_objects=3, clutter=0.4),
-        image_size=64,
-        probe="svm",
-    ),
+    "objects": _shape_presence(
+        "which of the 24 shapes are in the image: 1-3 objects, the training world's distribution",
+        "MS-COCO multi-label classification (linear SVMs)", "svm"),
+    "objects_shift": _shape_presence(
+        "which of the 24 shapes are in the image: 1-3 objects at 64 px with clutter 0.4 (a shift)",
+        "PASCAL VOC07 multi-label classification (linear SVMs)", "svm", image_size=64, clutter=0.4),
 }
 for _k, _spec in enumerate(MULTILABEL_TASKS.values()):
     _spec["seeds"] = dict(train=MULTILABEL_SEED_BASE + 100 * _k, test=MULTILABEL_SEED_BASE + 100 * _k + 1)

@@ -481,7 +481,6 @@ class ICMLM(_ImageOnlyMethod):
         return objectives.icmlm_loss(mlm, tp, self.lam), logs
 
 
-
 # --- the proxy task on held-out captions (Supp Tab. 2's "Proxy": top-1 masked token prediction) ----------------
 
 PROXY_SEED = 1_000_097_500  # the held-out captions' world seed: apart from training worlds and every task's seeds
@@ -497,7 +496,7 @@ def heldout_pairs(config: dict[str, Any], tokenizer: Any, n: int) -> PairedData:
     return world_data({**config, "world_seed": PROXY_SEED, "train_size": int(n), "world_mix": []}, tokenizer)
 
 
-def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedData, lm: nn.Module | None = None,
+def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedData,
                   batch_size: int = 256) -> dict[str, float]:
     """What a trained run does on held-out pairs: ``tp_loss``, the validation ℓ_tp of its tag classifier on
     GAP(X) against the held-out targets of its label set (the quantity Supp B reads to choose λ; with λ = 0 the
@@ -507,6 +506,7 @@ def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedD
     row, over the same candidates: its whole vocabulary, or the label set with ``vocabulary="labels"``), and
     ``triplets`` (how many)."""
     from ..data.transforms import to_model_input
+    from ..eval import encode_images
     from ..models import model_image_size
     from ..world_lm import masked_token_accuracy
 
@@ -520,8 +520,7 @@ def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedD
     out: dict[str, float] = {}
     with torch.no_grad():
         if targets is not None:
-            features = torch.cat([model.encode_image(to_model_input(heldout.images[i:i + batch_size], size))
-                                  for i in range(0, len(heldout), batch_size)])
+            features = encode_images(model, heldout.images, batch_size)
             out["tp_loss"] = float(objectives.tp_loss(method.classifier(features), targets, method.tp_kind,
                                                       method.tp_reduction))
         if isinstance(method, ICMLM):
@@ -541,5 +540,6 @@ def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedD
             out["triplets"] = float(len(triplets["pair"]))
     return out
 
-__all__ = ["ICMLM", "TagPrediction", "PROXY_SEED", "heldout_pairs", "proxy_metrics", "AttFcHead", "TfmHead", "Attention", "label_targets", "caption_clusters",
-           "check_label_set", "LABEL_SETS", "HEADS"]
+
+__all__ = ["ICMLM", "TagPrediction", "PROXY_SEED", "heldout_pairs", "proxy_metrics", "AttFcHead", "TfmHead",
+           "Attention", "label_targets", "caption_clusters", "check_label_set", "LABEL_SETS", "HEADS"]

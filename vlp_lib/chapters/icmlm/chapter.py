@@ -121,7 +121,6 @@ LAMBDAS = {0.0: TFM, **{lam: Row(f"ICMLM_tfm (1, 1), λ = {lam}", "icmlm", head=
 LABEL_ROWS = [TP_LABEL, TP_NN, TP_POSTAG, TP_NN_ADJ, *SIZES.values()]
 HEAD_ROWS = [TP_POSTAG_2X, TFM, ATT_FC, TFM_BIG, ATT_FC_BIG, *LAMBDAS.values(), TP_CLUSTER]
 ROWS = list(dict.fromkeys([*LABEL_ROWS, *HEAD_ROWS]))
-ICMLM_ROWS = [r for r in ROWS if r.method == "icmlm"]
 
 
 def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
@@ -232,17 +231,15 @@ def proxy_record_metrics(record: dict) -> dict[str, float]:
     return runs.cached(PROXY_KIND, record["config"], compute, verbose=False)["metrics"]
 
 
-def _with_added(row: Row, records: list[dict]) -> list[dict]:
-    """The records with the row's added metrics merged into ``metrics`` (ZSL, proxy)."""
-    out = []
-    for r in records:
-        metrics = dict(r["metrics"])
-        if row.zsl:
-            metrics.update(zsl_metrics(r))
-        if row.method == "icmlm":
-            metrics.update(proxy_record_metrics(r))
-        out.append({**r, "metrics": metrics})
-    return out
+def _added(row: Row) -> list[tuple[str, Any]]:
+    """The evaluations a row's claims read beyond its run's metrics: (record kind, compute-or-load function)."""
+    return ([(ZSL_KIND, zsl_metrics)] if row.zsl else []) + \
+        ([(PROXY_KIND, proxy_record_metrics)] if row.method == "icmlm" else [])
+
+
+def _merged(record: dict, added: list[dict[str, float]]) -> dict:
+    """``record`` with the added evaluations' metrics merged into its ``metrics``."""
+    return {**record, "metrics": {**record["metrics"], **{k: v for metrics in added for k, v in metrics.items()}}}
 
 
 def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
@@ -250,7 +247,8 @@ def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bo
     seed]}``, the records' metrics completed by their ZSL and proxy evaluations. Every config is built, and so
     validated, before any training; an ICMLM row trains its TP_Postag start first if it is not stored."""
     results = plan.run_rows(rows, config, scale, seeds, progress)
-    return {row: _with_added(row, records) for row, records in results.items()}
+    return {row: [_merged(r, [evaluate(r) for _, evaluate in _added(row)]) for r in records]
+            for row, records in results.items()}
 
 
 def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
@@ -259,10 +257,10 @@ def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) 
     records = plan.stored(row, config, scale, seeds or resolve_seeds(scale, None))
     if records is None:
         return None
-    kinds = ([ZSL_KIND] if row.zsl else []) + ([PROXY_KIND] if row.method == "icmlm" else [])
-    if any(runs.load(kind, r["config"]) is None for kind in kinds for r in records):
+    added = [[runs.load(kind, r["config"]) for kind, _ in _added(row)] for r in records]
+    if any(a is None for per_record in added for a in per_record):
         return None
-    return _with_added(row, records)
+    return [_merged(r, [a["metrics"] for a in per_record]) for r, per_record in zip(records, added)]
 
 
 def chance_levels(scale: str = "laptop") -> dict[str, float]:
@@ -275,9 +273,9 @@ def chance_levels(scale: str = "laptop") -> dict[str, float]:
 
 
 def table(results: dict[Row, list[dict]], rows: Sequence[Row], metrics: dict[str, str],
-          paper_values: dict[Row, Sequence[float | None]] | None = None, percent: bool = True) -> pd.DataFrame:
-    """Per row: mean ± std over seeds of each metric (``{column: metric key}``; percent unless ``percent`` is
-    False), and the paper's value of each column beside it where ``paper_values`` gives one."""
+          paper_values: dict[Row, Sequence[float | None]] | None = None) -> pd.DataFrame:
+    """Per row: mean ± std over seeds of each metric (``{column: metric key}``, in percent), and the paper's value
+    of each column beside it where ``paper_values`` gives one."""
     from ...book.report import fmt, mean_std, seed_values
 
     lines = []
@@ -285,9 +283,7 @@ def table(results: dict[Row, list[dict]], rows: Sequence[Row], metrics: dict[str
         line: dict[str, Any] = {"row": row.label}
         for i, (name, key) in enumerate(metrics.items()):
             values = seed_values(results[row], key) if all(key in r["metrics"] for r in results[row]) else []
-            line[name] = (fmt(*mean_std(values)) if percent else
-                          f"{np.mean(values):.4f} ± {np.std(values, ddof=1) if len(values) > 1 else 0:.4f}") \
-                if len(values) else ""
+            line[name] = fmt(*mean_std(values)) if len(values) else ""
             if paper_values is not None:
                 given = paper_values.get(row)
                 line[f"paper {name}"] = given[i] if given is not None and given[i] is not None else ""
@@ -389,12 +385,12 @@ def _claims() -> list[Claim]:
               f"alone {paper.BERT_ALONE})", round((_t2('tfm', 1, 1, 'Proxy') - paper.BERT_ALONE) / 100, 4),
               notebook="heads", terms=((1, TFM, PROXY), (-1, TFM, LM_ALONE))),
         Claim("M9_voc", "λ = 0.1 improves the targets over λ = 0 (VOC)", "Supp B", "direction", VOC,
-              "no numbers ('improve target task results')", notebook="heads", better=LAMBDAS[0.1], reference=TFM),
+              "no numbers ('improve target task results')", notebook="heads", better=LAMBDAS[paper.LAMBDA_RN50], reference=TFM),
         Claim("M9_in1k", "... and IN-1K", "Supp B", "direction", IN1K, "no numbers", notebook="heads",
-              better=LAMBDAS[0.1], reference=TFM),
+              better=LAMBDAS[paper.LAMBDA_RN50], reference=TFM),
         Claim("M9_tp_loss", "λ = 0.1 gives a lower validation ℓ_tp than λ = 1 (its minimum with ResNet-50)",
               "Supp B", "direction", TP_LOSS, "no numbers (λ = 0.1 minimises it for ResNet-50, 1.0 for VGG16)",
-              notebook="heads", better=LAMBDAS[1.0], reference=LAMBDAS[0.1], percent=False),
+              notebook="heads", better=LAMBDAS[1.0], reference=LAMBDAS[paper.LAMBDA_RN50], percent=False),
     ]
     tps = (TP_LABEL, TP_POSTAG, TP_CLUSTER)
     for j, layer in enumerate(_zsl_maps()):

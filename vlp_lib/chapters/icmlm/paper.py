@@ -6,9 +6,8 @@ unless said otherwise.
 
 from __future__ import annotations
 
-TARGETS = ("VOC", "IN-1K", "COCO")  # linear SVM mAP, logistic-regression top-1, linear SVM mAP (Supp F.2)
-
-# Supp Tab. 1 (left): label set -> (VOC, IN-1K, COCO); the number of concepts in the name
+# Supp Tab. 1 (left): label set -> (VOC, IN-1K, COCO: linear SVM mAP, logistic-regression top-1, linear SVM mAP,
+# Supp F.2); the number of concepts in the name
 TABLE1: dict[str, tuple[float, float, float]] = {
     "TP_Label (80)": (80.2, 34.0, 73.5),
     "NN (5K)": (81.8, 43.9, 75.3),
