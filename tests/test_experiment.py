@@ -1,10 +1,8 @@
 import numpy as np
 import pytest
-from PIL import Image
 
 from vlp_lib import experiment
 from vlp_lib.data import vocab, world
-from vlp_lib.data.csv_data import load_csv
 from vlp_lib.data.tokenizer import world_tokenizer
 
 TINY = dict(train_size=128, batch_size=32, epochs=1, task_train=60, task_test=40, retrieval_images=20,
@@ -38,6 +36,10 @@ def no_compute(monkeypatch):
         ({"epochs": 0}, "epochs"),
         ({"precision": "int4"}, "precision"),
         ({"train_data": "/nonexistent/pairs.csv"}, "train_data"),
+        ({"train_data": "/nonexistent/{00000..00003}.tar"}, "train_data"),
+        ({"train_data": "pairs.parquet"}, "train_data"),
+        ({"train_data": 5}, "train_data"),
+        ({"tokenizer": "gpt2"}, "tokenizer"),
         ({"world_knobs": {"mismatch_rate": 2.0}}, "mismatch_rate"),
         ({"learning_rate": 0.1}, "learning_rate"),
         ({"eval_probes": "no"}, "eval_probes"),
@@ -70,35 +72,6 @@ def test_run_end_to_end_and_store(monkeypatch):
     assert experiment.run(config, progress=False) == record
     model, tokenizer = experiment.load_trained(record)
     assert tokenizer.vocab_size == model.token_embedding.num_embeddings
-
-
-def test_csv_pairs(tmp_path):
-    rows = ["filepath\ttitle"]
-    rng = np.random.default_rng(0)
-    for i in range(6):
-        Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(tmp_path / f"{i}.png")
-        rows.append(f"{i}.png\ta red circle number {i}")
-    csv = tmp_path / "pairs.csv"
-    csv.write_text("\n".join(rows) + "\n")
-    tokenizer = world_tokenizer()
-    data = load_csv(csv, tokenizer, image_size=32)
-    assert data.images.shape == (6, 32, 32, 3) and data.images.dtype == np.uint8
-    assert data.captions[2] == "a red circle number 2"
-    again = load_csv(csv, tokenizer, image_size=32)  # decoded once, then memory-mapped
-    assert isinstance(again.images, np.memmap) and np.array_equal(again.images, data.images)
-    config = experiment.make_config("smoke", train_data=str(csv), batch_size=2, **{
-        k: v for k, v in TINY.items() if k not in ("train_size", "batch_size")})
-    assert config["train_size"] == 6
-
-
-def test_csv_missing_column_and_image(tmp_path):
-    csv = tmp_path / "bad.csv"
-    csv.write_text("path\ttitle\nx.png\thello\n")
-    with pytest.raises(ValueError, match="filepath"):
-        experiment.make_config("smoke", train_data=str(csv))
-    csv.write_text("filepath\ttitle\nmissing.png\thello\n")
-    with pytest.raises(ValueError, match="missing"):
-        experiment.make_config("smoke", train_data=str(csv))
 
 
 def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):

@@ -7,9 +7,9 @@ a finished run's model for figures (t-SNE, confusion matrices).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ import torch
 from . import runs
 from .config import check_positive_int, resolve
 from .data import tasks as task_lib
-from .data.csv_data import check_csv, load_csv
+from .data import real
 from .data.paired import PairedData, concat, from_world
 from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
@@ -44,7 +44,9 @@ def make_config(
     """The full, JSON-able config of one run: scale defaults, then explicit ``overrides``.
 
     Raises ``ValueError`` naming the parameter for anything invalid, before any data or model exists.
-    Keys: model, image_size, train_data ("world" or an OpenCLIP CSV path), train_size, world_seed, world_knobs,
+    Keys: model, image_size, train_data ("world", an OpenCLIP CSV or WebDataset shards: ``data.real``), tokenizer
+    ("world" | "bpe": open_clip's BPE; default "world" for the world, "bpe" for real data), train_size, world_seed,
+    world_knobs,
     world_mix (``check_world_mix``), method, method_kwargs, eval_tasks, eval_probes (``False``: zero-shot only,
     ``suite.evaluate_suite``), context_length, and every ``TrainConfig`` field (epochs, batch_size, lr, ...).
     """
@@ -57,6 +59,7 @@ def make_config(
         "image_size": check_positive_int("image_size", params["image_size"]),
         "train_size": check_positive_int("train_size", params["train_size"]),
         "train_data": str(params.get("train_data", "world")),
+        "tokenizer": params.get("tokenizer"),
         "world_seed": int(params.get("world_seed", 0)),
         "world_knobs": dict(params.get("world_knobs") or {}),
         "world_mix": check_world_mix(params.get("world_mix") or [], check_positive_int("train_size", params["train_size"])),
@@ -70,11 +73,12 @@ def make_config(
     }
     config["world_knobs"] = check_knobs(**config["world_knobs"]) if config["world_knobs"] else {}
     n_train = config["train_size"]
-    if config["train_data"] != "world":
+    config["tokenizer"] = check_tokenizer(config["tokenizer"], config["train_data"])
+    if not real.is_world(config["train_data"]):
         if config["world_mix"]:
             raise ValueError("world_mix mixes generated worlds: it needs train_data='world'")
-        n_train = len(check_csv(config["train_data"]))
-        config["train_data"] = str(Path(config["train_data"]).resolve())
+        n_train = len(real.check_source(config["train_data"]).samples)
+        config["train_data"] = os.path.abspath(config["train_data"])
         config["train_size"] = n_train
     for name in config["eval_tasks"]:
         if name not in task_lib.TASKS and name not in PROBES and name not in RETRIEVALS:
@@ -91,6 +95,30 @@ def make_config(
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}")
     method_class(config["method"]).check_config(config)
     return config
+
+
+TOKENIZERS = ("world", "bpe")
+
+
+def check_tokenizer(name: Any, train_data: str) -> str:
+    """``tokenizer``: "world" (the world's word tokenizer) or "bpe" (open_clip's BPE tokenizer, for real text);
+    ``None``: "world" for the generated world, "bpe" for real data. ``ValueError`` naming ``tokenizer``."""
+    if name is None:
+        return "world" if real.is_world(train_data) else "bpe"
+    if name not in TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {list(TOKENIZERS)} (or None: by train_data), got {name!r}")
+    return name
+
+
+def make_tokenizer(config: dict[str, Any]) -> Any:
+    """The tokenizer of a run: the world's ``WordTokenizer`` or open_clip's ``SimpleTokenizer`` (49,408 BPE tokens,
+    its vocabulary shipped inside the open_clip package), both at the run's ``context_length``. Configs written
+    before the ``tokenizer`` key existed are world runs."""
+    if config.get("tokenizer", "world") == "bpe":
+        from open_clip.tokenizer import SimpleTokenizer
+
+        return SimpleTokenizer(context_length=config["context_length"])
+    return world_tokenizer(config["context_length"])
 
 
 def _check_bool(name: str, value: Any) -> bool:
@@ -145,12 +173,14 @@ def train_config(config: dict[str, Any], progress: bool = True) -> TrainConfig:
 
 def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     """Training pairs, tokenizer and a freshly initialised model for ``config``. ``train_data`` is
-    "world" (the generated world) or the path of an OpenCLIP-style CSV."""
-    tokenizer = world_tokenizer(config["context_length"])
-    if config["train_data"] == "world":
+    "world" (the generated world) or real data (``data.real.load_pairs``: an OpenCLIP CSV or WebDataset shards,
+    decoded once into a cache; bad samples skipped and counted)."""
+    tokenizer = make_tokenizer(config)
+    if real.is_world(config["train_data"]):
         data = world_data(config, tokenizer)
     else:
-        data = load_csv(config["train_data"], tokenizer, config["image_size"])
+        data, _ = real.load_pairs(config["train_data"], tokenizer, config["image_size"],
+                                  progress=config.get("progress", True))
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
                          image_size=config["image_size"], seed=config["seed"])
     return data, tokenizer, model
@@ -182,7 +212,7 @@ def method_arguments(config: dict[str, Any], data: PairedData, model: torch.nn.M
     """The method's constructor arguments: ``method_kwargs`` completed by the method itself
     (``Method.arguments``) from the data, the model and, when it asks, an external teacher's features or
     another run's trained model (``trained``)."""
-    tokenizer = tokenizer or world_tokenizer(config["context_length"])
+    tokenizer = tokenizer or make_tokenizer(config)
     context = MethodContext(config, data, model, tokenizer, lambda name: teacher_features(name, config, data),
                             trained or trained_runs())
     return method_class(config["method"]).arguments(dict(config["method_kwargs"]), context)
@@ -232,6 +262,7 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
         metrics = evaluate_suite(model, tokenizer, config)
         t_eval = time.perf_counter() - t0
         metrics["train_samples_per_s"] = result.samples_per_s
+        metrics["train_pairs"] = len(data)  # real data: after its bad samples were skipped
         metrics["final_loss"] = float(np.mean([h["loss"] for h in result.history[-10:]]))
         timings = {"setup": t_setup, **result.timings, "evaluation": t_eval}
         return {"metrics": metrics, "timings": timings, "history": _thin(result.history),
@@ -249,7 +280,7 @@ def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
     """The trained model (eval mode) and tokenizer of a stored run: the model it trained (``wrap_model``; for
     DIME-FM the composite, its teacher loaded through its own stored run)."""
     config = record["config"]
-    tokenizer = world_tokenizer(config["context_length"])
+    tokenizer = make_tokenizer(config)
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
                          image_size=config["image_size"], seed=config["seed"])
     model = wrap_model(config, model)

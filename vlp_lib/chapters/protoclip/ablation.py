@@ -198,7 +198,6 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
     import torch
 
     from ...data.paired import PairedData, from_world
-    from ...data.tokenizer import world_tokenizer
     from ...data.world import generate
     from ...methods import create_method
     from ...models import create_model
@@ -221,7 +220,7 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
     world = generate(rendered, seed=config["world_seed"], image_size=config["image_size"], workers=1,
                      progress=False, cache=False, **config["world_knobs"])
     rates = {"world_images_per_s": rendered / (time.perf_counter() - t0) * max(1, min(2, os.cpu_count() or 1))}
-    tokenizer = world_tokenizer(config["context_length"])
+    tokenizer = experiment.make_tokenizer(config)
     pairs = from_world(world, tokenizer)
     tile = np.arange(n) % rendered  # the images repeat: a step's time does not depend on what they show
     data = PairedData(pairs.images[tile], [pairs.captions[i] for i in tile], pairs.tokens[torch.as_tensor(tile)])
