@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from vlp_lib import eval as ev
 from vlp_lib import experiment, world_lm
+from vlp_lib.train import load_checkpoint
 from vlp_lib.data import lexicon, vocab
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.losses.icmlm import icmlm_loss, mlm_loss, tp_loss
@@ -364,7 +365,7 @@ def test_proxy_task_of_a_stored_icmlm_run_and_the_lm_alone():
     record = experiment.run(cfg, progress=False, verbose=False)
     model, method, tokenizer, data = experiment.load_trained_method(record)
     assert isinstance(method, ICMLM) and not method.training and len(data) == cfg["train_size"]
-    state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)["method"]
+    state = load_checkpoint(record["checkpoint"])["method"]
     assert torch.equal(method.decoder.weight, state["decoder.weight"])  # the trained head, not a new one
     heldout = heldout_pairs(cfg, tokenizer, 30)
     assert len(heldout) == 30 and not np.array_equal(heldout.images[:5], data.images[:5])  # a world of its own

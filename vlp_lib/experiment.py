@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import fields
 from typing import Any
 
@@ -28,7 +29,7 @@ from .methods.base import Method, Trained
 from .models import DEFAULT_PRECISION, check_model_name, create_model
 from .paths import checkpoint_dir
 from .teachers import check_teacher, clip_text_features, minilm_features
-from .train import TrainConfig, train
+from .train import TrainConfig, load_checkpoint, train
 
 RUN_KIND = "train"
 DEFAULT_EVAL_TASKS = ("shapes10", "shapes_colours", "clutter10", "background", "count")
@@ -284,10 +285,20 @@ def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
                          image_size=config["image_size"], seed=config["seed"])
     model = wrap_model(config, model)
-    state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)
-    model.load_state_dict(state["model"])
+    model.load_state_dict(trained_state(record)["model"])
     return model.eval(), tokenizer
 
+
+def trained_state(record: dict) -> dict[str, Any]:
+    """The final checkpoint of a stored run (``train.load_checkpoint``). A checkpoint that is missing or corrupt is
+    never loaded: the record is discarded and the run recomputed (deterministic: the same numbers), then read."""
+    state = load_checkpoint(record["checkpoint"])
+    if state is None:
+        warnings.warn(f"run {record['config_hash']}: its checkpoint {record['checkpoint']} is missing or corrupt; "
+                      "recomputing the run", stacklevel=2)
+        runs.discard(RUN_KIND, record["config"])
+        state = load_checkpoint(run(record["config"], verbose=False)["checkpoint"])
+    return state
 
 
 def load_trained_method(record: dict) -> tuple[torch.nn.Module, Method, Any, PairedData]:
@@ -295,7 +306,7 @@ def load_trained_method(record: dict) -> tuple[torch.nn.Module, Method, Any, Pai
     predictor, which the run discards after training), the tokenizer and the training pairs of a stored run. The
     method is rebuilt as the run built it (``build_method``), then given its trained state from the checkpoint."""
     data, tokenizer, model, method = build_method(record["config"])
-    state = torch.load(record["checkpoint"], map_location="cpu", weights_only=False)
+    state = trained_state(record)
     model.load_state_dict(state["model"])
     method.load_state_dict(state["method"])
     return model.eval(), method.eval(), tokenizer, data

@@ -12,7 +12,9 @@ Set ``VLP_ACCEPT_STALE=1`` to reuse stale records anyway (e.g. to rebuild the bo
 after a refactor you know changes no number); such records keep their old fingerprint and commit.
 
 Writes are atomic (temporary file + ``os.replace``) and a per-record file lock makes two notebooks
-that want the same run at once compute it only once; runs with different configs never contend.
+that want the same run at once compute it only once; runs with different configs never contend. Every record
+carries a ``checksum`` (SHA-256 of its canonical JSON): a record that does not parse or does not match it (a disk
+error, a hand edit) is reported and recomputed, never loaded.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import platform
 import subprocess
 import time
+import warnings
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -94,12 +97,33 @@ def record_path(kind: str, config: dict[str, Any], root: Path | None = None) -> 
     return (root or results_dir()) / kind / f"{config_hash(config)}.json"
 
 
+def checksum(record: dict[str, Any]) -> str:
+    """SHA-256 of the record's canonical JSON, its own ``checksum`` left out."""
+    return hashlib.sha256(_canonical({k: v for k, v in record.items() if k != "checksum"}).encode()).hexdigest()
+
+
+def read(path: Path) -> dict | None:
+    """The record at ``path``, or ``None`` (with a warning) when it is corrupt: not JSON, not a record, or not
+    matching its ``checksum``. Records written before checksums existed have none and are read as they are."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        warnings.warn(f"[runs] {path}: corrupt record ({type(e).__name__}); it will be recomputed", stacklevel=2)
+        return None
+    if not isinstance(record, dict) or ("checksum" in record and record["checksum"] != checksum(record)):
+        warnings.warn(f"[runs] {path}: record does not match its checksum; it will be recomputed", stacklevel=2)
+        return None
+    return record
+
+
 def load(kind: str, config: dict[str, Any], root: Path | None = None, accept_stale: bool | None = None) -> dict | None:
-    """The stored record of this run, or ``None`` if there is none or it is stale."""
+    """The stored record of this run, or ``None`` if there is none, it is corrupt (``read``) or it is stale."""
     path = record_path(kind, config, root)
     if not path.exists():
         return None
-    record = json.loads(path.read_text())
+    record = read(path)
+    if record is None:
+        return None
     if accept_stale is None:
         accept_stale = os.environ.get("VLP_ACCEPT_STALE") == "1"
     if record.get("code_fingerprint") != code_fingerprint() and not accept_stale:
@@ -125,6 +149,9 @@ def save(kind: str, config: dict[str, Any], metrics: dict[str, Any], timings: di
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **(extra or {}),
     }
+    # the checksum covers the record as a reader will see it (JSON turns tuples into lists, other objects into str)
+    record = json.loads(json.dumps(record, default=str))
+    record["checksum"] = checksum(record)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
     os.replace(tmp, path)
@@ -153,12 +180,17 @@ def cached(kind: str, config: dict[str, Any], compute: Callable[[], dict[str, An
         return save(kind, config, result["metrics"], result.get("timings"), extra, root)
 
 
+def discard(kind: str, config: dict[str, Any], root: Path | None = None) -> None:
+    """Remove the record of ``kind``/``config`` (e.g. its checkpoint proved corrupt): the next ``cached`` recomputes."""
+    record_path(kind, config, root).unlink(missing_ok=True)
+
+
 def records(kind: str, root: Path | None = None, include_stale: bool = False) -> list[dict]:
     """Every current record of ``kind`` (for tables that read the store)."""
     folder = (root or results_dir()) / kind
     out = []
     for path in sorted(folder.glob("*.json")):
-        record = json.loads(path.read_text())
-        if include_stale or record.get("code_fingerprint") == code_fingerprint():
+        record = read(path)
+        if record is not None and (include_stale or record.get("code_fingerprint") == code_fingerprint()):
             out.append(record)
     return out

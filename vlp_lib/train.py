@@ -8,7 +8,8 @@
             backward, clip gradients, AdamW step, warm-up + cosine learning rate
                                              # (the image tower's ends early with locked-image tuning)
             method.after_step(model)         # clamp learnable temperatures at 100
-        checkpoint                           # atomic; a restarted run resumes after the last episode
+        checkpoint                           # atomic, with a digest; a restarted run resumes after the last
+                                             # episode (a corrupt checkpoint is discarded, never loaded)
 
 The seed fixes everything: the model's initialisation (``create_model``), each episode's data order
 (``rng(seed, episode)``, by default ``episode_indices``; another ``vlp_lib.data.sampler`` can pair texts in an
@@ -22,9 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import io
 import math
 import os
 import time
+import warnings
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,11 +155,38 @@ def view_generator(seed: int, episode: int, step: int, name: str, draw: int = 0)
     return torch.Generator().manual_seed(int(entropy.generate_state(1, np.uint64)[0]))
 
 
-def _atomic_save(obj: Any, path: Path) -> None:
+CHECKPOINT_MAGIC = b"VLPCKPT1"
+
+
+def save_checkpoint(state: dict[str, Any], path: Path) -> None:
+    """``state`` written atomically (temporary file + ``os.replace``) as ``CHECKPOINT_MAGIC``, the SHA-256 of the
+    ``torch.save`` bytes, then those bytes: ``load_checkpoint`` recognises a checkpoint that is cut short or
+    altered, which ``torch.load`` alone does not always do (a flipped bit inside a tensor loads silently)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    payload = buffer.getvalue()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, tmp)
+    with open(tmp, "wb") as f:
+        f.write(CHECKPOINT_MAGIC + hashlib.sha256(payload).digest() + payload)
     os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path | str, map_location: Any = "cpu") -> dict[str, Any] | None:
+    """The state saved by ``save_checkpoint`` at ``path``, or ``None`` when there is none; a file that is not a
+    whole checkpoint (wrong header, digest mismatch, unreadable) is reported with a warning, deleted and ``None``
+    returned: never loaded."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    blob = path.read_bytes()
+    head = len(CHECKPOINT_MAGIC)
+    payload = blob[head + 32:]
+    if blob[:head] != CHECKPOINT_MAGIC or hashlib.sha256(payload).digest() != blob[head:head + 32]:
+        warnings.warn(f"checkpoint {path} is corrupt or cut short ({len(blob)} bytes); discarded", stacklevel=2)
+        path.unlink(missing_ok=True)
+        return None
+    return torch.load(io.BytesIO(payload), map_location=map_location, weights_only=False)
 
 
 def train(
@@ -195,8 +226,8 @@ def train(
     timings: dict[str, float] = {}
     samples_seen: dict[str, int] = {}  # per source, over every episode trained (the sampler's accounting)
     start_episode = 0
-    if checkpoint_path is not None and Path(checkpoint_path).exists():
-        state = torch.load(checkpoint_path, map_location=device, weights_only=False)
+    state = None if checkpoint_path is None else load_checkpoint(checkpoint_path, map_location=device)
+    if state is not None:
         model.load_state_dict(state["model"])
         method.load_state_dict(state["method"])
         optimizer.load_state_dict(state["optimizer"])
@@ -281,7 +312,7 @@ def train(
             samples_seen[source] = samples_seen.get(source, 0) + count
         if checkpoint_path is not None:
             t0 = time.perf_counter()
-            _atomic_save(
+            save_checkpoint(
                 {"model": model.state_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
                  "history": history, "timings": timings, "episode": ep, "config": asdict(config),
                  "samples_seen": samples_seen},
