@@ -107,7 +107,7 @@ def test_bad_samples_are_skipped_and_counted_in_a_large_set(tmp_path):
 def test_too_many_bad_samples_refused(tmp_path, kind, message):
     """One bad sample of four is 25%: a wrong path or format, refused naming train_data and the row."""
     csv = write_csv(tmp_path, 4, bad_rows={2: kind})
-    with pytest.raises(ValueError, match=f"train_data: 1 of 4 samples .* {message} \\(e.g. 'row 4: img2.jpg'\\)"):
+    with pytest.raises(ValueError, match=f"train_data .*: 1 of 4 samples are bad.* {message} \\(e.g. 'row 4: img2.jpg'\\)"):
         real.load_pairs(csv, world_tokenizer(), 32, workers=0)
 
 
@@ -150,3 +150,42 @@ def test_a_cache_cut_short_is_decoded_again(tmp_path, monkeypatch):
     cached.write_bytes(cached.read_bytes()[:-500])  # a disk that filled up mid-write
     again, _ = real.load_pairs(csv, world_tokenizer(), 32, workers=0)
     assert np.array_equal(np.asarray(again.images), expected)
+
+
+def write_folders(root, classes=("cat", "golden_retriever"), per_class=6, bad=0):
+    rng = np.random.default_rng(1)
+    for split in ("train", "test"):
+        for c, name in enumerate(classes):
+            folder = root / split / name
+            folder.mkdir(parents=True)
+            for i in range(per_class):
+                (folder / f"{i}.jpg").write_bytes(jpeg(rng, 30 + 10 * c, 50))
+    for i in range(bad):
+        (root / "test" / classes[0] / f"bad{i}.jpg").write_text("not an image")
+    return root
+
+
+def test_image_folder_task_is_evaluated_like_a_world_task(tmp_path):
+    root = write_folders(tmp_path / "pets")
+    config = experiment.make_config("smoke", train_size=64, eval_tasks=["shapes10", f"folder:{root}"],
+                                    **{k: v for k, v in TINY.items() if k != "eval_tasks"})
+    record = experiment.run(config, progress=False)
+    m = record["metrics"]
+    for key in ("pets/zeroshot_top1", "pets/linear", "pets/knn", "shapes10/linear"):
+        assert key in m and 0.0 <= m[key] <= 1.0
+    from vlp_lib import suite
+    from vlp_lib.data import tasks
+    test = tasks.load_task(f"folder:{root}", "test", n=5)
+    assert test.classnames == ["cat", "golden retriever"] and len(test) == 5 and test.images.shape[1:] == (224, 224, 3)
+    assert suite.chance_levels(config)["pets/zeroshot_top1"] == pytest.approx(0.5)
+
+
+def test_image_folder_task_refused_or_cleaned(tmp_path):
+    (tmp_path / "empty" / "train").mkdir(parents=True)
+    for name in (f"folder:{tmp_path / 'nowhere'}", f"folder:{tmp_path / 'empty'}"):
+        with pytest.raises(ValueError, match="eval_tasks"):
+            experiment.make_config("smoke", eval_tasks=[name])
+    root = write_folders(tmp_path / "noisy", per_class=30, bad=1)  # 1 of 61 test images is not an image
+    from vlp_lib.data import tasks
+    with pytest.warns(UserWarning, match="1 not a decodable image"):
+        assert len(tasks.load_task(f"folder:{root}", "test", n=100)) == 60

@@ -7,7 +7,10 @@ Explicit notebook parameters win over these defaults (``resolve`` merges them). 
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
+
+import numpy as np
 
 SCALES: dict[str, dict[str, Any]] = {
     # tests and CI: every notebook in well under a minute on 2 cores (tests the pipeline; the numbers mean nothing)
@@ -79,6 +82,23 @@ def check_positive_int(name: str, value: Any) -> int:
     if int(value) <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def check_number(name: str, value: Any, low: float | None = None, low_open: bool = False) -> float:
+    """``value`` as a finite float (at least ``low``, or above it with ``low_open``), else ``ValueError`` naming
+    ``name``; a bool or a string is not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    return float(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` as a bool (numpy's included), else ``ValueError`` naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def as_list(name: str, value: Any) -> list[Any]:

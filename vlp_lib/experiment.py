@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from . import runs
-from .config import check_positive_int, resolve
+from .config import check_bool, check_positive_int, resolve
 from .data import tasks as task_lib
-from .data import real
+from .data import folder_tasks, real
 from .data.paired import PairedData, concat, from_world
 from .data.tokenizer import world_tokenizer
 from .data.world import check_knobs, generate
@@ -66,7 +66,7 @@ def make_config(
         "world_mix": check_world_mix(params.get("world_mix") or [], check_positive_int("train_size", params["train_size"])),
         "context_length": check_positive_int("context_length", params.get("context_length", 24)),
         "eval_tasks": list(params.get("eval_tasks") or DEFAULT_EVAL_TASKS),
-        "eval_probes": _check_bool("eval_probes", params.get("eval_probes", True)),
+        "eval_probes": check_bool("eval_probes", params.get("eval_probes", True)),
         "task_train": check_positive_int("task_train", params["task_train"]),
         "task_test": check_positive_int("task_test", params["task_test"]),
         "retrieval_images": check_positive_int("retrieval_images", params["retrieval_images"]),
@@ -82,9 +82,12 @@ def make_config(
         config["train_data"] = os.path.abspath(config["train_data"])
         config["train_size"] = n_train
     for name in config["eval_tasks"]:
-        if name not in task_lib.TASKS and name not in PROBES and name not in RETRIEVALS:
+        if folder_tasks.is_folder_task(name):
+            folder_tasks.check_folder_task(name)
+        elif name not in task_lib.TASKS and name not in PROBES and name not in RETRIEVALS:
             raise ValueError(f"eval_tasks: unknown task {name!r}; known: "
-                             f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}")
+                             f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}, or 'folder:<path>' "
+                             "(image folders: data.folder_tasks)")
     params.setdefault("precision", DEFAULT_PRECISION[config["model"]])
     train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
     train_cfg.validate(n_train)
@@ -120,12 +123,6 @@ def make_tokenizer(config: dict[str, Any]) -> Any:
 
         return SimpleTokenizer(context_length=config["context_length"])
     return world_tokenizer(config["context_length"])
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def check_world_mix(mix: Any, train_size: int) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from .data import folder_tasks
 from .data import tasks as task_lib
 from .eval import (
     clustering_scores,
@@ -88,7 +89,7 @@ def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str,
         zs = zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates,
                                 image_features=f_test)
         out.update(zeroshot_top1=zs["top1"], zeroshot_top5=zs["top5"])
-        if task_lib.TASKS[name].get("per_class"):
+        if task_lib.TASKS.get(name, {}).get("per_class"):
             per_class = zero_shot_per_class(model, tokenizer, test, image_features=f_test)
             out.update({f"zeroshot_top1/{c}": value for c, value in per_class.items()})
     if not probes:
@@ -236,7 +237,7 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
             values = evaluate_task(model, tokenizer, name, config["scale"], config["task_train"], config["task_test"],
                                    seed=config["seed"], text_tower=text_tower, probes=config.get("eval_probes", True))
         for key, value in values.items():
-            metrics[f"{name}/{key}"] = float(value)
+            metrics[f"{folder_tasks.metric_name(name)}/{key}"] = float(value)
     if text_tower:
         for key, value in evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"]).items():
             metrics[f"retrieval/{key}"] = float(value)
@@ -290,9 +291,10 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
             continue
         test = task_lib.load_task(name, "test", n=config["task_test"], scale=config["scale"])
         top1 = chance_level(test.labels, k=1)
+        name = folder_tasks.metric_name(name)
         if text_tower:
             out.update({f"{name}/zeroshot_top1": top1, f"{name}/zeroshot_top5": chance_level(test.labels, k=5)})
-            if task_lib.TASKS[name].get("per_class"):  # a random guesser is right on 1 / C of each class's images
+            if task_lib.TASKS.get(name, {}).get("per_class"):  # a random guesser is right on 1 / C of each class's images
                 out.update({f"{name}/zeroshot_top1/{test.classnames[c]}": 1 / len(test.classnames)
                             for c in np.unique(test.labels)})
         if config.get("eval_probes", True):

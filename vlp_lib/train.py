@@ -39,7 +39,7 @@ import torch
 from torch import nn
 from tqdm import tqdm  # the text bar: works in terminals, papermill and JupyterLab alike
 
-from .config import check_positive_int
+from .config import check_number, check_positive_int
 from .data.paired import PairedData
 from .data.sampler import EpisodeSampler, Sampler, episode_indices  # noqa: F401 (episode_indices: re-exported)
 from .data.transforms import AUGMENTATIONS, augment, to_model_input
@@ -72,18 +72,17 @@ class TrainConfig:
 
     def validate(self, n_data: int) -> None:
         """``ValueError`` naming the parameter, before any compute."""
-        if not (isinstance(self.epochs, (int, float)) and self.epochs > 0):
-            raise ValueError(f"epochs must be positive, got {self.epochs!r}")
+        check_number("epochs", self.epochs, low=0.0, low_open=True)
         check_positive_int("batch_size", self.batch_size)
         episode = n_data if self.episode_size is None else check_positive_int("episode_size", self.episode_size)
         if episode > n_data:
             raise ValueError(f"episode_size ({episode}) is larger than the data set ({n_data} pairs)")
         if self.batch_size > episode:
             raise ValueError(f"batch_size ({self.batch_size}) is larger than the episode/data ({episode} pairs)")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
-        if self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps!r}")
+        check_number("lr", self.lr, low=0.0, low_open=True)
+        check_number("weight_decay", self.weight_decay, low=0.0)
+        if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be an integer >= 0, got {self.warmup_steps!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.augmentation not in AUGMENTATIONS:
@@ -93,7 +92,7 @@ class TrainConfig:
                 torch.device(self.device)
             except RuntimeError as err:
                 raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}") from err
-        if not 0.0 <= self.image_lock_fraction < 1.0:
+        if not 0.0 <= check_number("image_lock_fraction", self.image_lock_fraction) < 1.0:
             raise ValueError(f"image_lock_fraction must be in [0, 1), got {self.image_lock_fraction!r}")
 
     def episode_length(self, n_data: int) -> int:

@@ -11,17 +11,18 @@ R = TypeVar("R", bound=Hashable)
 ConfigFn = Callable[[Any, str, int], dict]  # (row, scale, seed) -> a validated run config
 
 
-def seeds_parameter(scale: str, seeds: Any, default: Sequence[int]) -> list[int]:
-    """A notebook's ``seeds`` parameter: ``None`` is ``default`` (the chapter's seeds at ``scale``); otherwise a
-    non-empty list of distinct ints >= 0. ``ValueError`` naming ``scale`` or ``seeds`` before any compute."""
+def seeds_parameter(scale: str, seeds: Any, default: Sequence[int], name: str = "seeds") -> list[int]:
+    """A notebook's seeds parameter (``name``): ``None`` is ``default`` (the chapter's seeds at ``scale``);
+    otherwise a non-empty list of distinct ints >= 0. ``ValueError`` naming ``scale`` or ``name`` before any
+    compute."""
     scale_defaults(scale)
     if seeds is None:
         return list(default)
-    seeds = as_list("seeds", seeds)
+    seeds = as_list(name, seeds)
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-        raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
+        raise ValueError(f"{name} must be a non-empty list of integers >= 0, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must not repeat, got {seeds!r}")
+        raise ValueError(f"{name} must not repeat, got {seeds!r}")
     return seeds
 
 

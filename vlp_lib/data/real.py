@@ -121,15 +121,17 @@ def check_source(train_data: str | os.PathLike) -> Source:
         raise ValueError(f"train_data must be 'world', an OpenCLIP CSV (.csv / .tsv), WebDataset shards (.tar, a "
                          f"brace pattern such as 'shards/{{00000..00009}}.tar', or a folder of .tar files), "
                          f"got {spec!r}")
-    _check_bad(spec, len(source.samples) + source.n_bad, source.n_bad, source.bad)
+    check_bad(f"train_data {spec!r}", len(source.samples) + source.n_bad, source.n_bad, source.bad)
     return source
 
 
-def _check_bad(spec: str, total: int, n_bad: int, bad: dict[str, list[str]]) -> None:
+def check_bad(spec: str, total: int, n_bad: int, bad: dict[str, list[str]]) -> None:
+    """``ValueError`` naming ``spec`` (which starts with the parameter) when ``n_bad`` of ``total`` samples is all
+    of them or more than ``MAX_BAD_FRACTION``."""
     if n_bad and (n_bad == total or n_bad > MAX_BAD_FRACTION * total):
         details = "; ".join(f"{len(keys)} {reason} (e.g. {', '.join(map(repr, keys[:EXAMPLES]))})"
                             for reason, keys in sorted(bad.items()))
-        raise ValueError(f"train_data: {n_bad} of {total} samples of {spec!r} are bad, more than "
+        raise ValueError(f"{spec}: {n_bad} of {total} samples are bad, more than "
                          f"{MAX_BAD_FRACTION:.0%}: {details}")
 
 
@@ -294,25 +296,32 @@ class _Decode(torch.utils.data.Dataset):
             return i, None, None, "not a decodable image"
 
 
+def decoded(samples: Sequence[Sample], size: int, workers: int, progress: bool = False):
+    """``(i, image, caption, reason)`` for every sample, decoded by ``workers`` DataLoader workers (in batches of 64,
+    not in order across workers); ``reason`` is "" for a good sample, else why it is bad (image and caption
+    ``None``)."""
+    from tqdm import tqdm
+
+    loader = torch.utils.data.DataLoader(_Decode(samples, size), batch_size=64, num_workers=workers,
+                                         collate_fn=list)
+    for batch in tqdm(loader, desc="decoding images", total=len(loader), disable=not progress or len(samples) < 1000):
+        yield from batch
+
+
 def _decode_all(source: Source, size: int, workers: int, progress: bool, out: Path) -> tuple[list[str], dict]:
     """Decode every sample with ``workers`` DataLoader workers into the uint8 ``.npy`` file ``out`` (``[kept, size,
     size, 3]``, through a memory map: the images never sit in memory at once); returns the kept captions and
     ``{reason: [key, ...]}`` of the bad samples (those known before decoding included)."""
-    from tqdm import tqdm
-
     n = len(source.samples)
     staging = out.with_name(f".{out.stem}.{os.getpid()}.staging.npy")
     images = np.lib.format.open_memmap(staging, mode="w+", dtype=np.uint8, shape=(max(n, 1), size, size, 3))
     captions: list[str | None] = [None] * n
     bad = {reason: list(keys) for reason, keys in source.bad.items()}
-    loader = torch.utils.data.DataLoader(_Decode(source.samples, size), batch_size=64, num_workers=workers,
-                                         collate_fn=list)
-    for batch in tqdm(loader, desc="decoding images", total=len(loader), disable=not progress or n < 1000):
-        for i, image, caption, reason in batch:
-            if reason:
-                bad.setdefault(reason, []).append(source.samples[i].key)
-            else:
-                images[i], captions[i] = image, caption
+    for i, image, caption, reason in decoded(source.samples, size, workers, progress):
+        if reason:
+            bad.setdefault(reason, []).append(source.samples[i].key)
+        else:
+            images[i], captions[i] = image, caption
     keep = [i for i, c in enumerate(captions) if c is not None]
     tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.npy")
     if len(keep) == n:
@@ -352,7 +361,7 @@ def load_pairs(train_data: str | os.PathLike, tokenizer: Callable[[Sequence[str]
         captions, bad = _decode_all(source, image_size, default_workers() if workers is None else workers,
                                     progress, images_file)
         total = len(source.samples) + source.n_bad
-        _check_bad(str(train_data), total, sum(len(v) for v in bad.values()), bad)
+        check_bad(f"train_data {str(train_data)!r}", total, sum(len(v) for v in bad.values()), bad)
         meta = {"captions": captions, "bad": bad, "n": len(captions)}
         tmp_meta = meta_file.with_name(f".{meta_file.name}.{os.getpid()}.tmp")
         tmp_meta.write_text(json.dumps(meta))

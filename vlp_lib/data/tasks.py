@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vlp_lib.config import check_positive_int, scale_defaults
-from vlp_lib.data import vocab, world
+from vlp_lib.data import folder_tasks, vocab, world
 
 TASK_SEED_BASE = 10**9
 SPLITS = ("train", "test")
@@ -312,7 +312,10 @@ def _split_size(split: str, n: int | None, scale: str) -> int:
 
 def load_task(name: str, split: str, n: int | None = None, scale: str = "laptop") -> Task:
     """Split ``split`` ("train" | "test") of task ``name`` with ``n`` images (default from ``scale``:
-    ``task_train`` / ``task_test``). ``ValueError`` naming the parameter for a bad name, split, n or scale."""
+    ``task_train`` / ``task_test``). ``ValueError`` naming the parameter for a bad name, split, n or scale.
+    ``name`` may also be a real image-folder task, ``"folder:<path>"`` (``vlp_lib.data.folder_tasks``)."""
+    if folder_tasks.is_folder_task(name):
+        return folder_tasks.load_folder_task(name, split, _split_size(split, n, scale))
     if name not in TASKS:
         raise ValueError(f"name must be one of {list(TASKS)}, got {name!r}")
     n = _split_size(split, n, scale)

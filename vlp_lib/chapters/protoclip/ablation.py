@@ -23,7 +23,7 @@ import pandas as pd
 
 from ... import experiment, runs
 from . import paper
-from ...config import as_list, check_positive_int, scale_defaults
+from ...config import as_list, check_bool, check_number, check_positive_int, scale_defaults
 from ...book.report import format_test, mean_std, paired_differences, paired_test
 from ...suite import VALIDATION_TASKS
 from ...teachers import PCA_DIM, check_teacher
@@ -86,12 +86,6 @@ class Plan:
         return list(seen.values())
 
 
-def _check_number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    return float(value)
-
-
 def make_plan(
     scale: str = "laptop",
     episode_size: int | None = None,
@@ -116,8 +110,9 @@ def make_plan(
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
     images_per_prototype = check_positive_int("images_per_prototype", images_per_prototype)
-    target_temperature = _check_number("target_temperature", target_temperature)
+    target_temperature = check_number("target_temperature", target_temperature)
     check_teacher(external_teacher)
+    pbt = check_bool("pbt", pbt)
     n = check_positive_int("train_size", train_size if train_size is not None else sizes["train_size"])
     if episode_size is None:
         episode_size = max(sizes["batch_size"], int(round(EPISODE_FRACTION * n)))

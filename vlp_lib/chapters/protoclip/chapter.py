@@ -150,10 +150,10 @@ def warmup_steps(row: Row, sizes: dict[str, Any], train_size: int) -> int:
     return max(1, int(sizes["warmup_fraction"] * steps))
 
 
-def resolve_seeds(scale: str, seeds: Any) -> list[int]:
-    """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
+def resolve_seeds(scale: str, seeds: Any, name: str = "seeds") -> list[int]:
+    """A notebook's seeds parameter ``name``: ``None`` is the scale's default (``plan.seeds_parameter``)."""
     scale_defaults(scale)
-    return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
+    return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"], name)
 
 
 def data_size_rows(scale: str = "laptop") -> list[tuple[int, Row]]:
