@@ -12,7 +12,8 @@ Sources (``train_data``):
 
 Decoding runs in torch ``DataLoader`` workers: read, decode (PIL), convert to RGB, resize the shorter side and
 centre-crop to the model's size. The decoded uint8 images are written once to a memory-mapped cache keyed by the
-source's files (path, size, modification time) and the image size; the next run maps it. A cache rather than a
+source's files (the CSV and its images, or the shards: path, size, modification time) and the image size; the
+next run maps it. A cache rather than a
 stream, because the trainer's seeded episodes (exact resume, ProtoCLIP's K-Means over an episode) index the whole
 set; at 64 px a million pairs take 12 GB of disk. Streaming web-scale data is not implemented.
 
@@ -79,7 +80,7 @@ class Source:
         return sum(len(v) for v in self.bad.values())
 
     def cache_key(self, image_size: int) -> str:
-        ident = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in self.files]
+        ident = [(str(f), (st := f.stat()).st_size, st.st_mtime_ns) for f in self.files]
         return hashlib.sha256(json.dumps([self.kind, ident, image_size]).encode()).hexdigest()[:16]
 
 
@@ -163,7 +164,8 @@ def _csv_source(path: Path) -> Source:
             bad.setdefault("empty caption", []).append(key)
         else:
             samples.append(Sample(key, str(file), caption))
-    return Source("csv", [path.resolve()], samples, bad)
+    # the key covers the image files too: replacing an image under the same CSV decodes again
+    return Source("csv", [path.resolve(), *(Path(sample.image) for sample in samples)], samples, bad)
 
 
 def shard_files(spec: str) -> list[Path]:
