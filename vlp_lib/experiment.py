@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import runs
+from . import distributed, runs
 from .config import check_bool, check_positive_int, resolve
 from .data import tasks as task_lib
 from .data import folder_tasks, real
@@ -248,25 +248,46 @@ def checkpoint_path(config: dict[str, Any]):
 
 
 def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> dict:
-    """Train and evaluate ``config`` (or load its stored record)."""
+    """Train and evaluate ``config`` (or load its stored record). Across processes (``torchrun``,
+    ``vlp_lib.distributed``) every rank trains its share of each batch; rank 0 alone evaluates and writes the record,
+    which every rank returns."""
+    ranks = distributed.world()
+    if not ranks.parallel:
+        return runs.cached(RUN_KIND, config, lambda: _evaluate(config, *_train(config, progress)), verbose=verbose)
+    record = runs.load(RUN_KIND, config)
+    if record is None:
+        trained = _train(config, progress and ranks.is_main)
+        if ranks.is_main:
+            result = _evaluate(config, *trained)
+            extra = {k: v for k, v in result.items() if k not in ("metrics", "timings")}
+            runs.save(RUN_KIND, config, result["metrics"], result["timings"], extra)
+        distributed.barrier()
+        record = runs.load(RUN_KIND, config)
+    return record
 
-    def compute() -> dict[str, Any]:
-        t0 = time.perf_counter()
-        data, tokenizer, model, method = build_method(config)
-        data, sampler = method.training_data(data)
-        t_setup = time.perf_counter() - t0
-        result = train(model, method, data, train_config(config, progress), checkpoint_path(config), sampler=sampler)
-        t0 = time.perf_counter()
-        metrics = evaluate_suite(model, tokenizer, config)
-        t_eval = time.perf_counter() - t0
-        metrics["train_samples_per_s"] = result.samples_per_s
-        metrics["train_pairs"] = len(data)  # real data: after its bad samples were skipped
-        metrics["final_loss"] = float(np.mean([h["loss"] for h in result.history[-10:]]))
-        timings = {"setup": t_setup, **result.timings, "evaluation": t_eval}
-        return {"metrics": metrics, "timings": timings, "history": _thin(result.history),
-                "checkpoint": str(checkpoint_path(config))}
 
-    return runs.cached(RUN_KIND, config, compute, verbose=verbose)
+def _train(config: dict[str, Any], progress: bool) -> tuple[torch.nn.Module, Any, Any, int, float]:
+    """Build and train the run: the trained model, tokenizer, ``TrainResult``, training pairs and setup seconds."""
+    t0 = time.perf_counter()
+    data, tokenizer, model, method = build_method(config)
+    data, sampler = method.training_data(data)
+    t_setup = time.perf_counter() - t0
+    result = train(model, method, data, train_config(config, progress), checkpoint_path(config), sampler=sampler)
+    return model, tokenizer, result, len(data), t_setup
+
+
+def _evaluate(config: dict[str, Any], model: torch.nn.Module, tokenizer: Any, result: Any, n_pairs: int,
+              t_setup: float) -> dict[str, Any]:
+    """The record's content: the evaluation suite's metrics, timings, the thinned loss history."""
+    t0 = time.perf_counter()
+    metrics = evaluate_suite(model, tokenizer, config)
+    t_eval = time.perf_counter() - t0
+    metrics["train_samples_per_s"] = result.samples_per_s
+    metrics["final_loss"] = float(np.mean([h["loss"] for h in result.history[-10:]]))
+    metrics["train_pairs"] = n_pairs  # real data: after its bad samples were skipped
+    timings = {"setup": t_setup, **result.timings, "evaluation": t_eval}
+    return {"metrics": metrics, "timings": timings, "history": _thin(result.history),
+            "checkpoint": str(checkpoint_path(config))}
 
 
 def run_seeds(config: dict[str, Any], seeds: list[int], progress: bool = True) -> list[dict]:

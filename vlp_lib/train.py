@@ -39,6 +39,7 @@ import torch
 from torch import nn
 from tqdm import tqdm  # the text bar: works in terminals, papermill and JupyterLab alike
 
+from . import distributed
 from .config import check_number, check_positive_int
 from .data.paired import PairedData
 from .data.sampler import EpisodeSampler, Sampler, episode_indices  # noqa: F401 (episode_indices: re-exported)
@@ -217,6 +218,13 @@ def train(
     device = resolve_device(config.device)
     model.to(device)
     method.to(device)
+    ranks = distributed.world()
+    if ranks.parallel:
+        if not method.distributed:
+            raise ValueError(f"method {method.name!r} does not run across processes yet (its loss reads batch-global "
+                             "quantities that are not gathered); run it in one process")
+        distributed.check_batch(config.batch_size)
+        distributed.sync_parameters([*model.parameters(), *method.parameters()])
 
     optimizer = torch.optim.AdamW(
         param_groups(model, method, config.weight_decay), lr=config.lr, betas=config.betas, eps=config.eps
@@ -274,12 +282,16 @@ def train(
         for b in range(steps_per_episode):
             step = ep * steps_per_episode + b
             positions = np.arange(b * config.batch_size, (b + 1) * config.batch_size)
-            idx, text_idx = indices[positions], plan.texts[positions]
             factor = lr_factor(step, total_steps, config.warmup_steps)
             image_factor = factor if lock_step is None else lr_factor(step, lock_step, config.warmup_steps)
             locked = lock_step is not None and step >= lock_step
             t1 = time.perf_counter()
-            batch = Batch(load_images(idx, True), data.tokens[text_idx].to(device), idx, positions, step, total_steps,
+            # across processes each rank augments the whole global batch, so the episode's augmentation stream is
+            # drawn as in one process, and keeps its own share (in one process: all of it)
+            images = distributed.shard(load_images(indices[positions], True))
+            positions = distributed.shard(positions)
+            idx, text_idx = indices[positions], plan.texts[positions]
+            batch = Batch(images, data.tokens[text_idx].to(device), idx, positions, step, total_steps,
                           image_locked=locked, text_indices=text_idx, source=plan.names(positions), data=data,
                           view_fn=functools.partial(load_view, idx, ep, step))
             t_data += time.perf_counter() - t1
@@ -292,6 +304,7 @@ def train(
                 loss, logs = method.loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            distributed.average_gradients(p for g in optimizer.param_groups for p in g["params"])
             grad_norm = torch.nn.utils.clip_grad_norm_(
                 [p for g in optimizer.param_groups for p in g["params"]], config.grad_clip_norm
             )
@@ -299,17 +312,18 @@ def train(
             method.after_step(model)
             if not math.isfinite(loss.item()):
                 raise FloatingPointError(f"loss became {loss.item()} at step {step} (episode {ep})")
-            history.append({"step": step, "episode": ep, "loss": loss.item(), "lr": config.lr * factor,
+            loss_value = distributed.mean(loss.item())  # the global batch's loss
+            history.append({"step": step, "episode": ep, "loss": loss_value, "lr": config.lr * factor,
                             "image_lr": 0.0 if locked else config.lr * image_factor,
                             "grad_norm": float(grad_norm), **logs})
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", episode=f"{ep + 1}/{n_episodes}")
+            bar.set_postfix(loss=f"{loss_value:.3f}", episode=f"{ep + 1}/{n_episodes}")
         t_train += time.perf_counter() - t0
         _add(timings, "training", time.perf_counter() - t0)
         _add(timings, "data_loading", t_data)
         for source, count in plan.seen(steps_per_episode * config.batch_size).items():
             samples_seen[source] = samples_seen.get(source, 0) + count
-        if checkpoint_path is not None:
+        if checkpoint_path is not None and ranks.is_main:  # one writer; every rank resumes from it
             t0 = time.perf_counter()
             save_checkpoint(
                 {"model": model.state_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),

@@ -163,6 +163,8 @@ class Method(nn.Module):
     trainer checks both before any compute (``check_data``). An instance may set its own in ``__init__``."""
 
     name = "base"
+    # whether the loss is right across processes (``vlp_lib.distributed``): every batch-global quantity gathered
+    distributed = False
     required_extras: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
 

@@ -13,6 +13,7 @@ class CLIP(Method):
     """L = L_CLIP (ProtoCLIP Eq. 1). No per-episode work: an episode is an epoch."""
 
     name = "clip"
+    distributed = True  # losses.clip gathers the features of every rank
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         out = model(batch.images, batch.texts)

@@ -1,0 +1,54 @@
+"""Data parallelism on this CPU: two gloo processes under torchrun train the same global batches as one process and
+end with its metrics. Tolerance: 1e-4 on losses (the gathered logits are the same numbers; the gradient average
+sums in another order, ~1e-7 relative per step), one test image on accuracies."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from vlp_lib import distributed, experiment
+
+TINY = dict(model="vit-tiny", train_size=128, batch_size=32, epochs=2, task_train=60, task_test=40, retrieval_images=20,
+            eval_tasks=["shapes10"])
+
+
+def test_two_processes_match_one(tmp_path, monkeypatch):
+    config = experiment.make_config("smoke", **TINY)
+    one = experiment.run(config, progress=False)
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    env = dict(os.environ, VLP_RESULTS_DIR=str(tmp_path / "results"), VLP_CHECKPOINT_DIR=str(tmp_path / "ckpt"),
+               OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          "-m", "vlp_lib.launch", str(path)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    two = json.loads(out.stdout.strip().splitlines()[-1])
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
+    stored = experiment.runs.load(experiment.RUN_KIND, config)
+    assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+    assert [h["loss"] for h in stored["history"]] == pytest.approx([h["loss"] for h in one["history"]], abs=1e-4)
+    assert two["final_loss"] == pytest.approx(one["metrics"]["final_loss"], abs=1e-4)
+    step = 1 / TINY["task_test"]
+    for key in ("shapes10/zeroshot_top1", "shapes10/linear"):
+        assert two[key] == pytest.approx(one["metrics"][key], abs=step + 1e-9), key
+    assert two["retrieval/mean_recall"] == pytest.approx(one["metrics"]["retrieval/mean_recall"], abs=0.02)
+
+
+def test_one_process_is_world_size_one():
+    w = distributed.world()
+    assert (w.rank, w.world_size, w.is_main, w.parallel) == (0, 1, True, False)
+    assert distributed.shard([1, 2, 3]) == [1, 2, 3] and distributed.mean(2.5) == 2.5
+
+
+def test_launch_refuses_a_config_that_does_not_check(tmp_path):
+    from vlp_lib import launch
+
+    config = experiment.make_config("smoke", **TINY)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "batch_size": 0}))
+    with pytest.raises(ValueError, match="batch_size"):
+        launch.main([str(path)])
