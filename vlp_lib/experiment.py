@@ -78,7 +78,7 @@ def make_config(
     if not real.is_world(config["train_data"]):
         if config["world_mix"]:
             raise ValueError("world_mix mixes generated worlds: it needs train_data='world'")
-        n_train = len(real.check_source(config["train_data"]).samples)
+        n_train = real.count_pairs(config["train_data"])
         config["train_data"] = os.path.abspath(config["train_data"])
         config["train_size"] = n_train
     for name in config["eval_tasks"]:
@@ -177,8 +177,7 @@ def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     if real.is_world(config["train_data"]):
         data = world_data(config, tokenizer)
     else:
-        data, _ = real.load_pairs(config["train_data"], tokenizer, config["image_size"],
-                                  progress=config.get("progress", True))
+        data, _ = real.load_pairs(config["train_data"], tokenizer, config["image_size"])
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
                          image_size=config["image_size"], seed=config["seed"])
     return data, tokenizer, model
@@ -258,9 +257,7 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
     if record is None:
         trained = _train(config, progress and ranks.is_main)
         if ranks.is_main:
-            result = _evaluate(config, *trained)
-            extra = {k: v for k, v in result.items() if k not in ("metrics", "timings")}
-            runs.save(RUN_KIND, config, result["metrics"], result["timings"], extra)
+            runs.save_result(RUN_KIND, config, _evaluate(config, *trained))
         distributed.barrier()
         record = runs.load(RUN_KIND, config)
     return record

@@ -158,6 +158,12 @@ def save(kind: str, config: dict[str, Any], metrics: dict[str, Any], timings: di
     return record
 
 
+def save_result(kind: str, config: dict[str, Any], result: dict[str, Any], root: Path | None = None) -> dict:
+    """``save`` of a computed result: its ``metrics``, optional ``timings``, and every other key as extra fields."""
+    extra = {k: v for k, v in result.items() if k not in ("metrics", "timings")}
+    return save(kind, config, result["metrics"], result.get("timings"), extra, root)
+
+
 def cached(kind: str, config: dict[str, Any], compute: Callable[[], dict[str, Any]], root: Path | None = None,
            verbose: bool = True) -> dict:
     """The record of ``kind``/``config``: loaded if stored and current, else computed and stored.
@@ -175,9 +181,7 @@ def cached(kind: str, config: dict[str, Any], compute: Callable[[], dict[str, An
             return record
         if verbose and path.exists():
             print(f"[runs] {kind}/{path.stem}: stored record was made by other code; recomputing")
-        result = compute()
-        extra = {k: v for k, v in result.items() if k not in ("metrics", "timings")}
-        return save(kind, config, result["metrics"], result.get("timings"), extra, root)
+        return save_result(kind, config, compute(), root)
 
 
 def discard(kind: str, config: dict[str, Any], root: Path | None = None) -> None:

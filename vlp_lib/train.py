@@ -229,6 +229,7 @@ def train(
     optimizer = torch.optim.AdamW(
         param_groups(model, method, config.weight_decay), lr=config.lr, betas=config.betas, eps=config.eps
     )
+    trained_params = [p for g in optimizer.param_groups for p in g["params"]]
     history: list[dict[str, float]] = []
     timings: dict[str, float] = {}
     samples_seen: dict[str, int] = {}  # per source, over every episode trained (the sampler's accounting)
@@ -304,10 +305,8 @@ def train(
                 loss, logs = method.loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            distributed.average_gradients(p for g in optimizer.param_groups for p in g["params"])
-            grad_norm = torch.nn.utils.clip_grad_norm_(
-                [p for g in optimizer.param_groups for p in g["params"]], config.grad_clip_norm
-            )
+            distributed.average_gradients(trained_params)
+            grad_norm = torch.nn.utils.clip_grad_norm_(trained_params, config.grad_clip_norm)
             optimizer.step()
             method.after_step(model)
             if not math.isfinite(loss.item()):
