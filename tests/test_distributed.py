@@ -1,6 +1,8 @@
 """Data parallelism on this CPU: two gloo processes under torchrun train the same global batches as one process and
 end with its metrics. Tolerance: 1e-4 on losses (the gathered logits are the same numbers; the gradient average
-sums in another order, ~1e-7 relative per step), one test image on accuracies."""
+sums in another order, ~1e-7 relative per step), one test image on accuracies. ProtoCLIP across ranks: features
+extracted per rank and gathered, K-Means on rank 0, prototypes and assignments broadcast, the heads' BatchNorm over
+the global batch."""
 
 import json
 import os
@@ -13,10 +15,13 @@ from vlp_lib import distributed, experiment
 
 TINY = dict(model="vit-tiny", train_size=128, batch_size=32, epochs=2, task_train=60, task_test=40, retrieval_images=20,
             eval_tasks=["shapes10"])
+# two episodes of 64 pairs, 8 prototypes each; the second episode trains on the prototypes of the first's model
+PROTO = dict(TINY, episode_size=64, epochs=1, method_kwargs={"k": 8, "extract_batch_size": 48})
 
 
-def test_two_processes_match_one(tmp_path, monkeypatch):
-    config = experiment.make_config("smoke", **TINY)
+@pytest.mark.parametrize("method, overrides", [("clip", TINY), ("protoclip", PROTO)])
+def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
+    config = experiment.make_config("smoke", method, **overrides)
     one = experiment.run(config, progress=False)
 
     path = tmp_path / "config.json"
@@ -36,12 +41,16 @@ def test_two_processes_match_one(tmp_path, monkeypatch):
     for key in ("shapes10/zeroshot_top1", "shapes10/linear"):
         assert two[key] == pytest.approx(one["metrics"][key], abs=step + 1e-9), key
     assert two["retrieval/mean_recall"] == pytest.approx(one["metrics"]["retrieval/mean_recall"], abs=0.02)
+    if method == "protoclip":  # the prototype term was trained on, and is the one process's
+        assert any("loss_proto" in h for h in stored["history"])
+        for a, b in zip(stored["history"], one["history"]):
+            assert a.get("loss_proto", 0.0) == pytest.approx(b.get("loss_proto", 0.0), abs=1e-4)
 
 
 def test_one_process_is_world_size_one():
     w = distributed.world()
     assert (w.rank, w.world_size, w.is_main, w.parallel) == (0, 1, True, False)
-    assert distributed.shard([1, 2, 3]) == [1, 2, 3] and distributed.mean(2.5) == 2.5
+    assert distributed.shard([1, 2, 3]) == [1, 2, 3] and distributed.mean({"loss": 2.5}) == {"loss": 2.5}
 
 
 def test_launch_refuses_a_config_that_does_not_check(tmp_path):

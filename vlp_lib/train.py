@@ -311,12 +311,12 @@ def train(
             method.after_step(model)
             if not math.isfinite(loss.item()):
                 raise FloatingPointError(f"loss became {loss.item()} at step {step} (episode {ep})")
-            loss_value = distributed.mean(loss.item())  # the global batch's loss
-            history.append({"step": step, "episode": ep, "loss": loss_value, "lr": config.lr * factor,
+            logs = distributed.mean({"loss": loss.item(), **logs})  # the global batch's loss and terms
+            history.append({"step": step, "episode": ep, "loss": logs.pop("loss"), "lr": config.lr * factor,
                             "image_lr": 0.0 if locked else config.lr * image_factor,
                             "grad_norm": float(grad_norm), **logs})
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.3f}", episode=f"{ep + 1}/{n_episodes}")
+            bar.set_postfix(loss=f"{history[-1]['loss']:.3f}", episode=f"{ep + 1}/{n_episodes}")
         t_train += time.perf_counter() - t0
         _add(timings, "training", time.perf_counter() - t0)
         _add(timings, "data_loading", t_data)

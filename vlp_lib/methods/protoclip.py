@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import distributed
 from ..cluster import kmeans, pbt, soft_targets
 from ..losses.clip import clip_loss
 from ..losses.proto import proto_loss
@@ -62,6 +63,9 @@ class ProtoCLIP(Method):
     """
 
     name = "protoclip"
+    # across processes: each rank extracts its share of the episode, the features are gathered, rank 0 clusters
+    # and broadcasts prototypes and assignments; the heads' BatchNorm sees the global batch (``project``)
+    distributed = True
 
     def __init__(
         self,
@@ -143,16 +147,27 @@ class ProtoCLIP(Method):
         return self.k if self.k is not None else max(1, episode_size // self.images_per_prototype)
 
     def project(self, model: nn.Module, images: torch.Tensor, texts: torch.Tensor):
-        """(z^I, z^T) unnormalised representations and (h^I, h^T) = normalised g(z) projections."""
+        """(z^I, z^T) unnormalised representations and (h^I, h^T) = normalised g(z) projections.
+
+        Across processes, in training, the heads run on the whole global batch (every rank's z gathered with
+        gradients) and each rank keeps its rows: their BatchNorm then normalises over the batch one process
+        would see (``nn.SyncBatchNorm`` does this only on GPUs)."""
         z_i = model.encode_image(images)
         z_t = model.encode_text(texts)
-        h_i = F.normalize(self.image_head(z_i.float()), dim=-1)
-        h_t = F.normalize(self.text_head(z_t.float()), dim=-1)
-        return z_i, z_t, h_i, h_t
+        if self.training and distributed.world().parallel:
+            rows = slice(*distributed.bounds(len(z_i) * distributed.world().world_size))
+            h_i = self.image_head(distributed.gather_with_grad(z_i.float()))[rows]
+            h_t = self.text_head(distributed.gather_with_grad(z_t.float()))[rows]
+        else:
+            h_i, h_t = self.image_head(z_i.float()), self.text_head(z_t.float())
+        return z_i, z_t, F.normalize(h_i, dim=-1), F.normalize(h_t, dim=-1)
 
     @torch.no_grad()
     def extract(self, model: nn.Module, episode: Episode) -> tuple[torch.Tensor, torch.Tensor]:
-        """Step 1: h^I, h^T of the whole episode, with the training augmentation, in eval mode (III-D)."""
+        """Step 1: h^I, h^T of the whole episode, with the training augmentation, in eval mode (III-D).
+
+        Across processes every rank draws the augmentation of each whole chunk (the episode's stream stays one
+        process's), encodes its share of it, and the shares are gathered: every rank ends with all features."""
         was_training = model.training, self.training
         model.eval()
         self.eval()
@@ -160,15 +175,28 @@ class ProtoCLIP(Method):
         idx = episode.indices
         for a in range(0, len(idx), self.extract_batch_size):
             b = idx[a : a + self.extract_batch_size]
-            images = episode.load_images(b, True)
-            texts = episode.data.tokens[b].to(images.device)
+            images = distributed.shard(episode.load_images(b, True))
+            texts = distributed.shard(episode.data.tokens[b]).to(images.device)
             with episode.autocast():
                 _, _, hi, ht = self.project(model, images, texts)
-            h_i.append(hi.float())
-            h_t.append(ht.float())
+            h_i.append(distributed.gather_rows(hi.float(), len(b)))
+            h_t.append(distributed.gather_rows(ht.float(), len(b)))
         model.train(was_training[0])
         self.train(was_training[1])
         return torch.cat(h_i), torch.cat(h_t)
+
+    def cluster(self, h_i: torch.Tensor, h_t: torch.Tensor, indices: np.ndarray, k: int, seed: int) -> tuple:
+        """Step 2: K-Means (Eq. 2) of h^I, h^T and the external features: ((C^I, y^I), (C^T, y^T), (C^E, y^E) or
+        None). Across processes rank 0 clusters and the others receive its prototypes and assignments."""
+        if not distributed.world().is_main:
+            return distributed.broadcast(None)
+        c_i = kmeans(h_i.cpu().numpy(), k, niter=self.kmeans_iters, seed=seed, init=self.kmeans_init)
+        c_t = kmeans(h_t.cpu().numpy(), k, niter=self.kmeans_iters, seed=seed + 1, init=self.kmeans_init)
+        ext = None
+        if self.external is not None:
+            e = self.external[torch.as_tensor(indices)].numpy()
+            ext = kmeans(e, k, niter=self.kmeans_iters, seed=seed + 2, init=self.kmeans_init)
+        return distributed.broadcast((c_i, c_t, ext))
 
     def on_episode_start(self, model: nn.Module, episode: Episode) -> None:
         if episode.number < self.warmup_episodes or self.proto_weight == 0 or episode.image_locked:
@@ -178,13 +206,7 @@ class ProtoCLIP(Method):
         t0 = time.perf_counter()
         h_i, h_t = self.extract(model, episode)
         t1 = time.perf_counter()
-        seed = 1_000 * episode.number
-        c_i, y_i = kmeans(h_i.cpu().numpy(), k, niter=self.kmeans_iters, seed=seed, init=self.kmeans_init)
-        c_t, y_t = kmeans(h_t.cpu().numpy(), k, niter=self.kmeans_iters, seed=seed + 1, init=self.kmeans_init)
-        ext = None
-        if self.external is not None:
-            e = self.external[torch.as_tensor(episode.indices)].numpy()
-            ext = kmeans(e, k, niter=self.kmeans_iters, seed=seed + 2, init=self.kmeans_init)
+        (c_i, y_i), (c_t, y_t), ext = self.cluster(h_i, h_t, episode.indices, k, seed=1_000 * episode.number)
         t2 = time.perf_counter()
         dev = h_i.device
         y_i_t, y_t_t = torch.as_tensor(y_i, device=dev), torch.as_tensor(y_t, device=dev)
