@@ -17,6 +17,7 @@ SCRIPTS = [
     ("bench_augment.py", []),
     ("bench_train.py", ["--pairs", "1024", "--presets", "rn-tiny"]),
     ("bench_world.py", []),
+    ("bench_scale.py", ["--steps", "10"]),  # samples_per_s and mfu of the whole trainer step (any device)
 ]
 HEADLINE = ("recipe_gain", "train_samples_per_s", "mfu", "trainer_overhead", "protoclip_overhead", "kmeans_share",
             "pbt_speedup")

@@ -15,8 +15,8 @@ from vlp_lib import distributed, experiment
 
 TINY = dict(model="vit-tiny", train_size=128, batch_size=32, epochs=2, task_train=60, task_test=40, retrieval_images=20,
             eval_tasks=["shapes10"])
-# two episodes of 64 pairs, 8 prototypes each; the second episode trains on the prototypes of the first's model
-PROTO = dict(TINY, episode_size=64, epochs=1, method_kwargs={"k": 8, "extract_batch_size": 48})
+# two episodes of 64 pairs, 8 prototypes each; extraction in chunks of 45 and 19 (shares of 22-23 and 9-10 rows)
+PROTO = dict(TINY, episode_size=64, epochs=1, method_kwargs={"k": 8, "extract_batch_size": 45})
 
 
 @pytest.mark.parametrize("method, overrides", [("clip", TINY), ("protoclip", PROTO)])
@@ -61,3 +61,17 @@ def test_launch_refuses_a_config_that_does_not_check(tmp_path):
     path.write_text(json.dumps({**config, "batch_size": 0}))
     with pytest.raises(ValueError, match="batch_size"):
         launch.main([str(path)])
+
+
+def test_gpu_input_path_helpers_on_this_cpu():
+    import numpy as np
+    import torch
+
+    from vlp_lib.models import create_model
+    from vlp_lib.train import has_convolutions, model_input
+
+    assert has_convolutions(create_model("rn-tiny", 50, 8)) and not has_convolutions(create_model("vit-tiny", 50, 8))
+    images = np.random.default_rng(0).integers(0, 256, (3, 32, 32, 3), dtype=np.uint8)
+    x = model_input(images, 32, torch.device("cpu"))
+    assert x.shape == (3, 3, 32, 32) and x.dtype == torch.float32
+    assert distributed.bounds(7) == (0, 7) and distributed.gather_rows(x, 3) is x and distributed.broadcast(5) == 5

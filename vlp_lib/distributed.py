@@ -2,10 +2,9 @@
 
 Every process (rank) builds the same data and the same seeded model, takes its contiguous share of each global
 batch (``batch_size`` stays the global batch: the contrastive negatives and the learning-rate schedule are those of
-one process with that batch), and the ranks keep one model by averaging gradients after every backward pass, as
-``DistributedDataParallel`` does. The averaging is done explicitly (``average_gradients``) rather than through
-DDP's forward hooks because the book's methods call the towers directly (``encode_image`` / ``encode_text``), which
-DDP's wrapper would not see. Contrastive losses gather the features of every rank with gradients (open_clip's
+one process with that batch), and the ranks keep one model with ``DistributedDataParallel`` (``wrap``): the trainer
+wraps the model and the method together in one module whose forward is the method's loss (``train.Step``), so
+DDP sees every forward, however a method calls the towers (``encode_image`` / ``encode_text`` directly). Contrastive losses gather the features of every rank with gradients (open_clip's
 ``ClipLoss`` with ``gather_with_grad`` and ``local_loss``: ``losses.clip``), so each rank's loss sees the global
 batch's negatives. Only rank 0 writes checkpoints and results. Backend: NCCL on GPUs, gloo on CPUs.
 
@@ -29,10 +28,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 
 @dataclass(frozen=True)
@@ -125,23 +125,17 @@ def broadcast(value: Any) -> Any:
     return box[0]
 
 
-def sync_parameters(parameters: Iterable[torch.Tensor]) -> None:
-    """Every rank starts from rank 0's values (they are equal already when seeded alike: this makes it certain)."""
-    if world().parallel:
-        for p in parameters:
-            dist.broadcast(p.data, src=0)
+def wrap(module: nn.Module) -> nn.Module:
+    """``module`` under ``DistributedDataParallel`` across processes (``module`` itself in one). DDP broadcasts
+    rank 0's parameters and buffers at construction and averages gradients in buckets while backward runs
+    (overlapped with it on GPUs): with each rank's loss a mean over its share, the result is the gradient of
+    the global batch's mean loss. ``find_unused_parameters``: a method may leave parameters out of some steps
+    (ProtoCLIP's heads in its warm-up episodes)."""
+    if not world().parallel:
+        return module
+    from torch.nn.parallel import DistributedDataParallel
 
-
-def average_gradients(parameters: Iterable[torch.Tensor]) -> None:
-    """The mean over ranks of each gradient (DDP's reduction): with each rank's loss a mean over its share, the
-    result is the gradient of the global batch's mean loss."""
-    w = world()
-    if not w.parallel:
-        return
-    for p in parameters:
-        if p.grad is not None:
-            dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
-            p.grad.div_(w.world_size)
+    return DistributedDataParallel(module, find_unused_parameters=True)
 
 
 def mean(values: dict[str, float]) -> dict[str, float]:

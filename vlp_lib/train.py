@@ -6,7 +6,8 @@
             loss = method.loss(model, batch) # under autocast when precision is bf16; the method may ask
                                              # for side data (batch.side) and named views (batch.view)
             backward, clip gradients, AdamW step, warm-up + cosine learning rate
-                                             # (the image tower's ends early with locked-image tuning)
+                                             # (the image tower's ends early with locked-image tuning;
+                                             # across processes DDP averages gradients: ``distributed``)
             method.after_step(model)         # clamp learnable temperatures at 100
         checkpoint                           # atomic, with a digest; a restarted run resumes after the last
                                              # episode (a corrupt checkpoint is discarded, never loaded)
@@ -155,6 +156,36 @@ def view_generator(seed: int, episode: int, step: int, name: str, draw: int = 0)
     return torch.Generator().manual_seed(int(entropy.generate_state(1, np.uint64)[0]))
 
 
+class Step(nn.Module):
+    """The model and the method as one module whose forward is the method's loss on a batch: what
+    ``DistributedDataParallel`` wraps across processes (``distributed.wrap``), since its hooks see only forwards
+    called through the wrapper and the methods call the towers directly."""
+
+    def __init__(self, model: nn.Module, method: Method) -> None:
+        super().__init__()
+        self.model = model
+        self.method = method
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        return self.method.loss(self.model, batch)
+
+
+def has_convolutions(model: nn.Module) -> bool:
+    """Whether ``model`` has a convolution past a ViT's one patch embedding (the ``rn-*`` presets, RN50)."""
+    return sum(isinstance(m, nn.Conv2d) for m in model.modules()) > 1
+
+
+def model_input(images: np.ndarray, image_size: int, device: torch.device, channels_last: bool = False) -> torch.Tensor:
+    """uint8 ``[N, H, W, 3]`` rows -> normalised model input on ``device``. On a GPU the uint8 batch is copied
+    from pinned memory without blocking (a quarter of the float32 bytes) and converted there, and convolutional
+    models get channels-last input (their weights are converted by ``train``)."""
+    if device.type != "cuda":
+        return to_model_input(images, image_size).to(device)
+    raw = torch.from_numpy(np.ascontiguousarray(images)).pin_memory().to(device, non_blocking=True)
+    x = to_model_input(raw, image_size)
+    return x.contiguous(memory_format=torch.channels_last) if channels_last else x
+
+
 CHECKPOINT_MAGIC = b"VLPCKPT1"
 
 
@@ -218,13 +249,15 @@ def train(
     device = resolve_device(config.device)
     model.to(device)
     method.to(device)
+    channels_last = device.type == "cuda" and has_convolutions(model)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
     ranks = distributed.world()
     if ranks.parallel:
         if not method.distributed:
             raise ValueError(f"method {method.name!r} does not run across processes yet (its loss reads batch-global "
                              "quantities that are not gathered); run it in one process")
         distributed.check_batch(config.batch_size)
-        distributed.sync_parameters([*model.parameters(), *method.parameters()])
 
     optimizer = torch.optim.AdamW(
         param_groups(model, method, config.weight_decay), lr=config.lr, betas=config.betas, eps=config.eps
@@ -242,12 +275,14 @@ def train(
         history, timings, start_episode = state["history"], state["timings"], state["episode"] + 1
         samples_seen = state.get("samples_seen", {})
 
+    step_module = distributed.wrap(Step(model, method))
+
     def autocast() -> contextlib.AbstractContextManager:
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16")
 
     def load_view(idx: np.ndarray, ep: int, step: int, name: str, draw: int) -> torch.Tensor:
         """``Batch.view``: augmentation ``name`` of the raw images ``idx``, from a generator of its own."""
-        x = to_model_input(data.images[idx], image_size).to(device, non_blocking=True)
+        x = model_input(data.images[idx], image_size, device, channels_last)
         return augment(x, name, generator=view_generator(config.seed, ep, step, name, draw))
 
     bar = tqdm(
@@ -264,7 +299,7 @@ def train(
         gen = torch.Generator().manual_seed(config.seed * 1_000_003 + ep)
 
         def load_images(idx: np.ndarray, augmented: bool) -> torch.Tensor:
-            x = to_model_input(data.images[idx], image_size).to(device, non_blocking=True)
+            x = model_input(data.images[idx], image_size, device, channels_last)
             return augment(x, config.augmentation, generator=gen) if augmented else x
 
         episode = Episode(ep, indices, data, config.batch_size, load_images, autocast,
@@ -302,10 +337,9 @@ def train(
                 else:
                     group["lr"] = config.lr * factor
             with autocast():
-                loss, logs = method.loss(model, batch)
+                loss, logs = step_module(batch)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            distributed.average_gradients(trained_params)
+            loss.backward()  # across processes DDP averages the gradients here
             grad_norm = torch.nn.utils.clip_grad_norm_(trained_params, config.grad_clip_norm)
             optimizer.step()
             method.after_step(model)
