@@ -4,14 +4,21 @@ at the top of every page that reports numbers, and it runs end to end through pa
 
 import ast
 import json
+import os
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
+import nbformat
 import papermill
 import pytest
 
 from vlp_lib.book import build as bookbuild
+from vlp_lib.book import pages
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 
 def test_there_are_notebooks():
@@ -73,24 +80,55 @@ def test_pages_state_their_scale(path):
         assert "results=False" not in "".join(note["source"])
 
 
+def _smoke_run(path: Path, out: Path, env: dict[str, str]):
+    """``path`` executed at smoke scale into ``out`` by papermill in a process of its own; the executed notebook."""
+    done = subprocess.run([sys.executable, "-m", "papermill", str(path), str(out), "-k", "python3", "-p", "scale",
+                           "smoke", "--cwd", str(path.parent), "--no-progress-bar"], env=env, capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise AssertionError(f"{path.name} failed at smoke scale:\n{done.stderr[-4000:]}")
+    return nbformat.read(out, as_version=4)
+
+
 @pytest.fixture(scope="module")
-def shared_store(tmp_path_factory):
-    """One results store and checkpoint folder for every notebook, as in `make book`: later notebooks (the
-    clustering, efficiency and scorecard pages) load the runs earlier ones stored instead of retraining."""
-    return tmp_path_factory.mktemp("book_results"), tmp_path_factory.mktemp("book_checkpoints")
+def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
+    """The selected notebooks executed at smoke scale, a future per notebook stem, as `make book` runs them: one
+    results store and checkpoint folder for all (the clustering, efficiency and scorecard pages load the runs
+    earlier ones stored), a chapter's notebooks in book order, one thread per kernel (``SMOKE_ENV``). Chapters
+    are independent (``pages.CHAPTERS``), so they run side by side, one kernel per core (at most 4); the scorecard
+    starts once every other notebook is done."""
+    selected = {item.callspec.params["path"].stem for item in request.session.items
+                if item.originalname == "test_runs_at_smoke_scale"}
+    env = {**os.environ, **bookbuild.SMOKE_ENV, "VLP_RESULTS_DIR": str(tmp_path_factory.mktemp("book_results")),
+           "VLP_CHECKPOINT_DIR": str(tmp_path_factory.mktemp("book_checkpoints"))}
+    out_dir = tmp_path_factory.mktemp("executed")
+    futures: dict[str, Future] = {stem: Future() for stem in selected}
+
+    def run_chain(stems: list[str], after: list[Future]) -> None:
+        wait(after)
+        for stem in stems:
+            try:
+                futures[stem].set_result(_smoke_run(NOTEBOOK_DIR / f"{stem}.ipynb", out_dir / f"{stem}.ipynb", env))
+            except BaseException as err:  # reported by that notebook's test; the chain goes on
+                futures[stem].set_exception(err)
+
+    chains = [[nb for nb in notebooks if nb in selected] for name, notebooks in pages.CHAPTERS.items()
+              if name != pages.SCORECARD]
+    chained = {nb for chain in chains for nb in chain} | {pages.SCORECARD}
+    chains = [chain for chain in chains if chain] + [[nb] for nb in sorted(selected - chained)]
+    pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
+    for chain in chains:
+        pool.submit(run_chain, chain, [])
+    if pages.SCORECARD in selected:  # submitted last: every chain has a worker before it waits for them
+        pool.submit(run_chain, [pages.SCORECARD], [futures[nb] for chain in chains for nb in chain])
+    yield futures
+    pool.shutdown(wait=True)
 
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_runs_at_smoke_scale(path, tmp_path, shared_store, monkeypatch):
-    monkeypatch.setenv("VLP_RESULTS_DIR", str(shared_store[0]))
-    monkeypatch.setenv("VLP_CHECKPOINT_DIR", str(shared_store[1]))
-    for name, value in bookbuild.SMOKE_ENV.items():  # one thread per kernel, as `make book SCALE=smoke`
-        monkeypatch.setenv(name, value)
-    executed = papermill.execute_notebook(
-        str(path), str(tmp_path / path.name), parameters={"scale": "smoke"}, kernel_name="python3",
-        cwd=str(path.parent), progress_bar=False,
-    )
+def test_runs_at_smoke_scale(path, smoke_runs):
+    executed = smoke_runs[path.stem].result()
     raw = json.dumps(executed)
     assert "IProgress not found" not in raw  # vlp_lib imports tqdm.autonotebook quietly before its dependencies do
     if path.stem != "world_tour":
