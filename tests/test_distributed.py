@@ -18,8 +18,11 @@ TINY = dict(model="vit-tiny", train_size=128, batch_size=32, epochs=2, task_trai
 # two episodes of 64 pairs, 8 prototypes each; extraction in chunks of 45 and 19 (shares of 22-23 and 9-10 rows)
 PROTO = dict(TINY, episode_size=64, epochs=1, method_kwargs={"k": 8, "extract_batch_size": 45})
 
+# PyramidCLIP's peer-level terms: the global view against the summary, the local view (Batch.view) against the caption
+PYRAMID = dict(TINY, method_kwargs={"weights": {"gs": 0.5, "lt": 0.5}})
 
-@pytest.mark.parametrize("method, overrides", [("clip", TINY), ("protoclip", PROTO)])
+
+@pytest.mark.parametrize("method, overrides", [("clip", TINY), ("protoclip", PROTO), ("pyramidclip", PYRAMID)])
 def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
     config = experiment.make_config("smoke", method, **overrides)
     one = experiment.run(config, progress=False)
@@ -41,10 +44,10 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
     for key in ("shapes10/zeroshot_top1", "shapes10/linear"):
         assert two[key] == pytest.approx(one["metrics"][key], abs=step + 1e-9), key
     assert two["retrieval/mean_recall"] == pytest.approx(one["metrics"]["retrieval/mean_recall"], abs=0.02)
-    if method == "protoclip":  # the prototype term was trained on, and is the one process's
-        assert any("loss_proto" in h for h in stored["history"])
-        for a, b in zip(stored["history"], one["history"]):
-            assert a.get("loss_proto", 0.0) == pytest.approx(b.get("loss_proto", 0.0), abs=1e-4)
+    terms = {"protoclip": ["loss_proto"], "pyramidclip": ["loss_gs", "loss_lt"]}.get(method, [])
+    for term in terms:  # each term was trained on, and is the one process's
+        assert [h[term] for h in stored["history"] if term in h] == \
+            pytest.approx([h[term] for h in one["history"] if term in h], abs=1e-4) != []
 
 
 def test_one_process_is_world_size_one():

@@ -281,9 +281,10 @@ def train(
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16")
 
     def load_view(idx: np.ndarray, ep: int, step: int, name: str, draw: int) -> torch.Tensor:
-        """``Batch.view``: augmentation ``name`` of the raw images ``idx``, from a generator of its own."""
+        """``Batch.view``: augmentation ``name`` of the global batch's raw images ``idx``, from a generator of its
+        own, this rank's share of it (across processes every rank draws the whole batch's view, as one process)."""
         x = model_input(data.images[idx], image_size, device, channels_last)
-        return augment(x, name, generator=view_generator(config.seed, ep, step, name, draw))
+        return distributed.shard(augment(x, name, generator=view_generator(config.seed, ep, step, name, draw)))
 
     bar = tqdm(
         total=total_steps,
@@ -325,11 +326,12 @@ def train(
             # across processes each rank augments the whole global batch, so the episode's augmentation stream is
             # drawn as in one process, and keeps its own share (in one process: all of it)
             images = distributed.shard(load_images(indices[positions], True))
+            view_fn = functools.partial(load_view, indices[positions], ep, step)
             positions = distributed.shard(positions)
             idx, text_idx = indices[positions], plan.texts[positions]
             batch = Batch(images, data.tokens[text_idx].to(device), idx, positions, step, total_steps,
                           image_locked=locked, text_indices=text_idx, source=plan.names(positions), data=data,
-                          view_fn=functools.partial(load_view, idx, ep, step))
+                          view_fn=view_fn)
             t_data += time.perf_counter() - t1
             for group in optimizer.param_groups:
                 if group["image_tower"]:

@@ -22,6 +22,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import distributed
+
 
 def soft_contrastive(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Batch mean of the row-wise soft cross-entropy ``-sum_j targets_ij * log_softmax(logits)_ij``.
@@ -109,7 +111,7 @@ def soft_info_nce(
     with ``logit_scale`` = 1 / tau the already-exponentiated scale (as open_clip's ``ClipLoss`` takes it) and
     features L2-normalised by the caller. Both directions use ``smoothed_targets(N, alpha, literal)``
     (Eqs. 3-4), and the loss is ``-1/(2N) sum_ij (ỹ^A_ij log p^A_ij + ỹ^B_ij log p^B_ij)`` (Eq. 5). ``alpha = 0``
-    is ``ClipLoss``. One process: the batch is the local batch (no gathering across ranks). Every term of
+    is ``ClipLoss``. Across processes (``vlp_lib.distributed``) N is the global batch. Every term of
     PyramidCLIP's Eq. 6 (L_GS, L_LT, L_RS, L_RT) is this function on a different pair of feature sets.
     """
     alpha = _check_alpha(alpha)
@@ -123,8 +125,13 @@ def soft_info_nce(
             f"text_features must have the shape of image_features {tuple(image_features.shape)}, "
             f"got {tuple(text_features.shape)}"
         )
-    logits_per_image = logit_scale * image_features @ text_features.T
-    targets = smoothed_targets(len(logits_per_image), alpha, literal, device=logits_per_image.device,
-                               dtype=logits_per_image.dtype)
-    # the smoothed targets are symmetric, so the text->image direction uses them unchanged
-    return 0.5 * (soft_contrastive(logits_per_image, targets) + soft_contrastive(logits_per_image.T, targets))
+    # across processes this rank's rows are scored against every rank's (gathered with gradients, as open_clip's
+    # ClipLoss with local_loss): the ranks' mean is the global batch's loss; in one process all rows are this rank's
+    all_images = distributed.gather_with_grad(image_features)
+    all_texts = distributed.gather_with_grad(text_features)
+    rows = slice(*distributed.bounds(len(all_images)))
+    targets = smoothed_targets(len(all_images), alpha, literal, device=image_features.device,
+                               dtype=image_features.dtype)[rows]
+    # the smoothed targets are symmetric, so the text->image direction uses the same rows
+    return 0.5 * (soft_contrastive(logit_scale * image_features @ all_texts.T, targets)
+                  + soft_contrastive(logit_scale * text_features @ all_images.T, targets))

@@ -144,6 +144,7 @@ class PyramidCLIP(Method):
     summary terms, ``rois`` [N, M, roi_dim] and ``roi_mask`` [N, M] for the relation terms."""
 
     name = "pyramidclip"
+    distributed = True  # every term's softened InfoNCE gathers the global batch (losses.soft.soft_info_nce)
 
     def __init__(self, visual: nn.Module | None = None, weights: dict[str, float] | None = None, alpha: float = 0.2,
                  literal: bool = True, roi_dim: int = 68, vit_ls: int | None = None):
