@@ -10,8 +10,9 @@ batch's negatives. Only rank 0 writes checkpoints and results. Backend: NCCL on 
 
 Measured on this CPU (gloo, 2 processes, smoke CLIP run, 8 steps of global batch 32; ``tests/test_distributed.py``):
 with ``vit-tiny`` the final loss differs from one process by 3e-8 and zero-shot, linear probe and retrieval are equal.
-Models with BatchNorm (the ``rn-*`` presets, RN50) normalise over each rank's share of the batch, as open_clip does
-without ``--use-bn-sync``: not the one-process computation (``rn-tiny``: final loss 3.664 vs 3.646). Methods declare
+On CPUs, models with BatchNorm (the ``rn-*`` presets, RN50) normalise over each rank's share of the batch, as open_clip
+does without ``--use-bn-sync``: not the one-process computation (``rn-tiny``: final loss 3.664 vs 3.646); on GPUs
+``wrap`` makes it ``SyncBatchNorm``. Methods declare
 whether their loss is right across processes (``Method.distributed``: CLIP, ProtoCLIP, PyramidCLIP). ProtoCLIP's episode
 (``methods.protoclip``): every rank encodes its share of the episode, the features are gathered (``gather_rows``),
 rank 0 runs K-Means (faiss; on a GPU when faiss sees one) and broadcasts prototypes and assignments (``broadcast``),
@@ -134,11 +135,15 @@ def wrap(module: nn.Module) -> nn.Module:
     rank 0's parameters and buffers at construction and averages gradients in buckets while backward runs
     (overlapped with it on GPUs): with each rank's loss a mean over its share, the result is the gradient of
     the global batch's mean loss. ``find_unused_parameters``: a method may leave parameters out of some steps
-    (ProtoCLIP's heads in its warm-up episodes)."""
+    (ProtoCLIP's heads in its warm-up episodes). On GPUs every BatchNorm becomes ``nn.SyncBatchNorm`` (open_clip's
+    ``--use-bn-sync``: the ``rn`` towers normalise over the global batch); it runs on GPUs only, so on CPUs they
+    normalise over each rank's share."""
     if not world().parallel:
         return module
     from torch.nn.parallel import DistributedDataParallel
 
+    if next(module.parameters()).is_cuda:
+        module = nn.SyncBatchNorm.convert_sync_batchnorm(module)  # same parameters and buffers, new modules
     return DistributedDataParallel(module, find_unused_parameters=True)
 
 
