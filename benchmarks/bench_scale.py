@@ -9,7 +9,8 @@ crop, forward, loss, backward with DDP's gradient average, clipping, AdamW, logg
 (throughput does not depend on content), after a warm-up pass of ``--warmup-steps`` (allocator, kernel selection).
 Each name below is printed with the prefix ``scale_``.
 
-    samples_per_s         global batch samples per second over the timed steps (all processes together)
+    samples_per_s         global batch samples per second over the timed call of ``train`` (all processes together;
+                          ProtoCLIP's episode work included)
     step_ms               milliseconds per step
     gflop_per_sample      model FLOPs of forward + backward per sample (``torch.utils.flop_counter``: matmuls and
                           convolutions; elementwise work is not counted, as in the usual MFU)
@@ -111,7 +112,10 @@ def main() -> None:
         config = TrainConfig(epochs=steps * args.batch_size / len(data), batch_size=args.batch_size,
                              episode_size=min(episode, len(data)), precision=args.precision, warmup_steps=1,
                              device=str(device), progress=False)
-        return train(model, method(), data, config).samples_per_s
+        t0 = time.perf_counter()  # the whole call: ProtoCLIP's episodes (extraction, K-Means, PBT) count too
+        result = train(model, method(), data, config)
+        steps_run = len(result.history)
+        return steps_run * args.batch_size / (time.perf_counter() - t0)
 
     run(args.warmup_steps)
     samples_per_s = run(args.steps)

@@ -86,8 +86,9 @@ def check_positive_int(name: str, value: Any) -> int:
 
 def check_number(name: str, value: Any, low: float | None = None, low_open: bool = False) -> float:
     """``value`` as a finite float (at least ``low``, or above it with ``low_open``), else ``ValueError`` naming
-    ``name``; a bool or a string is not a number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    ``name``; numpy's numbers count, a bool or a string is not a number."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value):
         raise ValueError(f"{name} must be a number, got {value!r}")
     if low is not None and (value <= low if low_open else value < low):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")

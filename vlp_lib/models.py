@@ -29,9 +29,11 @@ from .config import check_positive_int
 CONFIG_DIR = Path(__file__).parent / "model_configs"
 CPU_PRESETS = tuple(sorted(p.stem for p in CONFIG_DIR.glob("*.json")))
 PAPER_PRESETS = ("RN50", "ViT-B-32")
-# Measured with benchmarks/bench_train.py on the 2-core CPU (batch 256, samples/s): vit-tiny 210 fp32
-# vs 14 bf16 autocast, rn-tiny 723 fp32 vs 35 bf16 -- autocast's casts cost more than the bf16
-# matmuls save at this size. Paper presets use bf16 autocast, the GPU mixed precision of the papers.
+# CPU presets train in fp32, the precision every chapter's verdicts were measured in. benchmarks/bench_train.py on
+# the 2-core CPU (batch 256, 32 px, samples/s, torch 2.14, alone on the machine): vit-tiny 344 fp32 vs 384 bf16
+# autocast, rn-tiny 2,242 vs 2,443 -- bf16 (AMX) now gains ~10% here (an older build lost 15-20x to autocast's
+# casts), and ICMLM's 64 px rn-tiny uses it (its chapter's PRECISION). Paper presets use bf16 autocast, the GPU
+# mixed precision of the papers.
 DEFAULT_PRECISION = {**{name: "fp32" for name in CPU_PRESETS}, "RN50": "bf16", "ViT-B-32": "bf16"}
 MAX_LOGIT_SCALE = math.log(100.0)  # CLIP: temperature initialised at 0.07, logit scale clamped at 100
 

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .config import check_number
 from .data.corpora import caption_corpus
 from .data.paired import tokenize_all
 from .data.tokenizer import DEFAULT_CONTEXT_LENGTH, world_tokenizer
@@ -61,12 +62,6 @@ DEFAULTS: dict[str, Any] = dict(
 _INTS = ("layers", "width", "heads", "mlp_ratio", "captions", "context_length", "batch_size")
 
 
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    return float(value)
-
-
 def check_config(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The full world-LM config: ``DEFAULTS`` with ``config``'s entries on top, checked. ``ValueError`` naming the
     entry (e.g. ``mask_rate`` outside (0, 1), ``heads`` not dividing ``width``) before anything is built."""
@@ -84,15 +79,15 @@ def check_config(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         raise ValueError(f"context_length must be >= 3 (<sot>, a word, <eot>), got {out['context_length']}")
     if out["width"] % out["heads"]:
         raise ValueError(f"heads ({out['heads']}) must divide width ({out['width']})")
-    rate = _number("mask_rate", out["mask_rate"])
+    rate = check_number("mask_rate", out["mask_rate"])
     if not 0.0 < rate < 1.0:
         raise ValueError(f"mask_rate must be in (0, 1), got {out['mask_rate']!r}")
-    dropout = _number("dropout", out["dropout"])
+    dropout = check_number("dropout", out["dropout"])
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {out['dropout']!r}")
-    if not _number("epochs", out["epochs"]) > 0:
+    if not check_number("epochs", out["epochs"]) > 0:
         raise ValueError(f"epochs must be positive, got {out['epochs']!r}")
-    if not _number("lr", out["lr"]) > 0:
+    if not check_number("lr", out["lr"]) > 0:
         raise ValueError(f"lr must be positive, got {out['lr']!r}")
     warmup = out["warmup_steps"]
     if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:

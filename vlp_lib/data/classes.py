@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from vlp_lib.config import check_positive_int
+from vlp_lib.config import check_bool, check_positive_int
 from vlp_lib.data import vocab
 from vlp_lib.data.corpora import DEFAULT_TEMPLATE, class_prompts
 from vlp_lib.data.paired import PairedData, tokenize_all
@@ -81,8 +81,7 @@ def class_texts(shapes: Sequence[str] | None = None, definitions: bool = True, t
     the name and ``vocab.DEFINITIONS[name]``. ``ValueError`` naming ``shapes``, ``definitions``, ``template`` or
     ``text_format``."""
     names = check_shapes(shapes)
-    if not isinstance(definitions, bool):
-        raise ValueError(f"definitions must be True or False, got {definitions!r}")
+    check_bool("definitions", definitions)
     prompts = class_prompts(names, template)
     if not definitions:
         return prompts

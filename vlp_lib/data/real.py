@@ -371,19 +371,22 @@ def load_pairs(train_data: str | os.PathLike, tokenizer: Callable[[Sequence[str]
     captions = meta["captions"]
     tokens = tokenize_all(tokenizer, captions)
     report = LoadReport(len(captions), {r: len(k) for r, k in meta["bad"].items()},
-                        {r: k[:EXAMPLES] for r, k in meta["bad"].items()}, _n_truncated(tokenizer, captions))
+                        {r: k[:EXAMPLES] for r, k in meta["bad"].items()}, _n_truncated(tokenizer, captions, tokens))
     if report.bad or report.truncated:
         warnings.warn(f"train_data {str(train_data)!r}: {report.summary()}", stacklevel=2)
     return PairedData(np.load(images_file, mmap_mode="r"), captions, tokens), report
 
 
-def _n_truncated(tokenizer: Any, captions: Sequence[str]) -> int:
-    """Captions with more tokens than the context holds between start and end (``tokenizer.encode`` when it has
-    one: the world's ``WordTokenizer`` and open_clip's ``SimpleTokenizer`` both do)."""
+def _n_truncated(tokenizer: Any, captions: Sequence[str], tokens: torch.Tensor) -> int:
+    """Captions with more tokens than the context holds between start and end. Only a row that fills the context
+    (no padding, id 0, left) can be one; those are encoded again (``tokenizer.encode``: the world's
+    ``WordTokenizer`` and open_clip's ``SimpleTokenizer`` both have it) to tell a caption that fits exactly from a
+    longer one, which the cut rows cannot."""
     encode, context = getattr(tokenizer, "encode", None), getattr(tokenizer, "context_length", None)
-    if encode is None or context is None:
+    if encode is None or context is None or not len(tokens):
         return 0
-    return sum(len(encode(c)) > context - 2 for c in captions)
+    full = np.flatnonzero((tokens[:, -1] != 0).numpy())
+    return sum(len(encode(captions[i])) > context - 2 for i in full)
 
 
 def _read_meta(images_file: Path, meta_file: Path) -> dict | None:

@@ -25,6 +25,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..config import check_bool
+
 # Stream tags: each order draws from its own generator seeded with (seed, episode, tag[, source]), so that one
 # order never shifts another (the images of an unpaired run are those of the paired run with the same seed).
 _IMAGES = 0xE915  # the trainer's historical episode stream: the default order is unchanged
@@ -107,8 +109,7 @@ class EpisodeSampler(Sampler):
 
     def __init__(self, paired: bool = True, images: Sequence[int] | np.ndarray | None = None,
                  texts: Sequence[int] | np.ndarray | None = None) -> None:
-        if not isinstance(paired, bool):
-            raise ValueError(f"paired must be True or False, got {paired!r}")
+        check_bool("paired", paired)
         if paired and texts is not None:
             raise ValueError("texts is a pool for unpaired loading: give it with paired=False")
         self.paired = paired

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from .. import runs
+from ..config import check_bool
 from ..data.corpora import build_corpus, check_corpus, constructed_parts
 from ..data.paired import PairedData, concat, tokenize_all
 from ..data.sampler import EpisodeSampler, Sampler
@@ -150,8 +151,7 @@ class DIMEFM(Method):
                 check_corpus(texts)
             except ValueError as err:
                 raise ValueError(f"texts must be {OWN!r} or a corpus spec: {err}") from None
-        if not isinstance(paired, bool):
-            raise ValueError(f"paired must be True or False, got {paired!r}")
+        check_bool("paired", paired)
         if paired and texts != OWN:
             raise ValueError(f"paired=True pairs each image with its own caption: it needs texts={OWN!r}, "
                              f"got {texts!r}")

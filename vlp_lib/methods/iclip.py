@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import check_bool
 from ..data import vocab
 from ..data.classes import (
     CLASS_TEMPLATES,
@@ -215,8 +216,7 @@ class ICLIP(ClassMixing):
             raise ValueError(f"class_set must be one of {CLASS_SETS}, got {class_set!r}")
         if temperature not in TEMPERATURES:
             raise ValueError(f"temperature must be one of {TEMPERATURES}, got {temperature!r}")
-        if not isinstance(text_negatives, bool):
-            raise ValueError(f"text_negatives must be True or False, got {text_negatives!r}")
+        check_bool("text_negatives", text_negatives)
 
     @classmethod
     def texts(cls, kwargs: dict[str, Any]) -> list[str]:

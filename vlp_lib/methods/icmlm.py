@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import check_number
 from ..data import lexicon
 from ..data.paired import PairedData, take
 from ..data.sampler import Sampler
@@ -72,12 +73,6 @@ def _int_at_least(name: str, value: Any, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(value)
-
-
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    return float(value)
 
 
 def check_label_set(kwargs: dict[str, Any], allowed: tuple[str, ...] = LABEL_SETS) -> tuple[str, tuple[str, ...], int]:
@@ -309,11 +304,11 @@ def check_head_options(width: int, head: Any = "tfm", layers: Any = 1, heads: An
     _choice("output", output, OUTPUTS)
     _choice("vocabulary", vocabulary, VOCABULARIES)
     _choice("triplets", triplets, TRIPLETS)
-    if not 0 <= _number("dropout", dropout) < 1:
+    if not 0 <= check_number("dropout", dropout) < 1:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
     if set(rest) - {"lambda"}:
         raise ValueError(f"unknown head options {sorted(set(rest) - {'lambda'})}")
-    lam = _number("lambda", rest.get("lambda", 0.1))
+    lam = check_number("lambda", rest.get("lambda", 0.1))
     if lam < 0:
         raise ValueError(f"lambda must be >= 0, got {lam!r}")
 
