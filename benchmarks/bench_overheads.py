@@ -37,12 +37,17 @@ from vlp_lib.models import create_model
 from vlp_lib.train import TrainConfig, train
 
 
-def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_peak_flops(n: int = 2048, repeats: int = 10, device: str | torch.device = "cpu",
+                      dtype: torch.dtype = torch.float32) -> float:
+    """FLOP/s of ``repeats`` square ``n`` GEMMs after one warm-up (mean; on a GPU, synchronised)."""
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
     a @ b
+    sync()
     t0 = time.perf_counter()
     for _ in range(repeats):
         a @ b
+    sync()
     return 2 * n**3 * repeats / (time.perf_counter() - t0)
 
 

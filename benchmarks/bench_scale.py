@@ -15,8 +15,8 @@ Each name below is printed with the prefix ``scale_``.
     gflop_per_sample      model FLOPs of forward + backward per sample (``torch.utils.flop_counter``: matmuls and
                           convolutions; elementwise work is not counted, as in the usual MFU)
     peak_tflops           one device's peak in the run's precision: ``--peak-tflops`` if given, else measured here
-                          (the fastest of 10 square GEMMs, 8192 on a GPU, 2048 on a CPU: an attainable peak, below
-                          the data-sheet figure)
+                          (``bench_overheads.matmul_peak_flops``: 10 square GEMMs, 8192 on a GPU, 2048 on a CPU: an
+                          attainable peak, below the data-sheet figure)
     mfu                   gflop_per_sample * samples_per_s / (processes * peak)
     mfu_datasheet         the same against the data sheet's dense bf16 peak of a known GPU (H100/H200 SXM 989,
                           A100 312 TFLOP/s), when the device is one
@@ -32,8 +32,8 @@ import time
 
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
+from bench_overheads import matmul_peak_flops, step_flops
 from vlp_lib import distributed
 from vlp_lib.data.paired import PairedData
 from vlp_lib.data.tokenizer import world_tokenizer
@@ -43,33 +43,6 @@ from vlp_lib.models import available_models, create_model, model_image_size
 from vlp_lib.train import TrainConfig, model_input, resolve_device, train
 
 DATASHEET_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
-
-
-def gemm_peak_flops(device: torch.device, precision: str, repeats: int = 10) -> float:
-    n = 8192 if device.type == "cuda" else 2048
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    best = float("inf")
-    for _ in range(repeats + 1):  # the first is a warm-up
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        a @ b
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return 2 * n**3 / best
-
-
-def flops_per_sample(model: torch.nn.Module, data: PairedData, batch: int, device: torch.device, precision: str) -> float:
-    images = model_input(data.images[:batch], model_image_size(model), device)
-    texts = data.tokens[:batch].to(device)
-    with FlopCounterMode(display=False) as counter:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
-            out = model(images, texts)
-        (out["image_features"].float().sum() + out["text_features"].float().sum()).backward()
-    model.zero_grad(set_to_none=True)
-    return counter.get_total_flops() / batch
 
 
 def random_pairs(n: int, image_size: int, vocab_size: int, context_length: int, seed: int = 0) -> PairedData:
@@ -119,8 +92,11 @@ def main() -> None:
 
     run(args.warmup_steps)
     samples_per_s = run(args.steps)
-    flops = flops_per_sample(model.to(device), data, max(1, args.batch_size // ranks.world_size), device, args.precision)
-    peak = 1e12 * args.peak_tflops if args.peak_tflops else gemm_peak_flops(device, args.precision)
+    batch = max(1, args.batch_size // ranks.world_size)  # one rank's share: the FLOPs do not depend on precision
+    flops = step_flops(model, model_input(data.images[:batch], size, device), data.tokens[:batch].to(device)) / batch
+    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    peak = 1e12 * args.peak_tflops if args.peak_tflops else \
+        matmul_peak_flops(8192 if device.type == "cuda" else 2048, device=device, dtype=dtype)
     out = {"processes": ranks.world_size, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
            "samples_per_s": samples_per_s, "step_ms": 1000 * args.batch_size / samples_per_s,
            "gflop_per_sample": flops / 1e9, "peak_tflops": peak / 1e12,

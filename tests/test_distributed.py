@@ -2,7 +2,8 @@
 end with its metrics. Tolerance: 1e-4 on losses (the gathered logits are the same numbers; the gradient average
 sums in another order, ~1e-7 relative per step), one test image on accuracies. ProtoCLIP across ranks: features
 extracted per rank and gathered, K-Means on rank 0, prototypes and assignments broadcast, the heads' BatchNorm over
-the global batch."""
+the global batch. PyramidCLIP: each softened InfoNCE term against the gathered batch, the local view drawn for the
+whole batch."""
 
 import json
 import os

@@ -80,11 +80,12 @@ def check_batch(batch_size: int) -> None:
         raise ValueError(f"batch_size ({batch_size}) must be divisible by the number of processes ({w.world_size})")
 
 
-def bounds(n: int) -> tuple[int, int]:
-    """This rank's contiguous share ``[start, stop)`` of ``n`` rows: ``n // world_size`` each when they divide,
-    otherwise sizes differing by at most one (all ``n`` rows in one process)."""
+def bounds(n: int, rank: int | None = None) -> tuple[int, int]:
+    """This rank's (or ``rank``'s) contiguous share ``[start, stop)`` of ``n`` rows: ``n // world_size`` each when
+    they divide, otherwise sizes differing by at most one (all ``n`` rows in one process)."""
     w = world()
-    return w.rank * n // w.world_size, (w.rank + 1) * n // w.world_size
+    rank = w.rank if rank is None else rank
+    return rank * n // w.world_size, (rank + 1) * n // w.world_size
 
 
 def shard(rows: Any) -> Any:
@@ -106,8 +107,8 @@ def gather_rows(rows: torch.Tensor, n: int) -> torch.Tensor:
     padded[: len(rows)] = rows
     parts = [torch.empty_like(padded) for _ in range(w.world_size)]
     dist.all_gather(parts, padded.contiguous())
-    lengths = [(r + 1) * n // w.world_size - r * n // w.world_size for r in range(w.world_size)]
-    return torch.cat([part[:length] for part, length in zip(parts, lengths)])
+    shares = [bounds(n, r) for r in range(w.world_size)]
+    return torch.cat([part[: stop - start] for part, (start, stop) in zip(parts, shares)])
 
 
 def gather_with_grad(rows: torch.Tensor) -> torch.Tensor:

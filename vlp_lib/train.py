@@ -345,9 +345,10 @@ def train(
             grad_norm = torch.nn.utils.clip_grad_norm_(trained_params, config.grad_clip_norm)
             optimizer.step()
             method.after_step(model)
-            if not math.isfinite(loss.item()):
-                raise FloatingPointError(f"loss became {loss.item()} at step {step} (episode {ep})")
-            logs = distributed.mean({"loss": loss.item(), **logs})  # the global batch's loss and terms
+            loss_value = loss.item()
+            if not math.isfinite(loss_value):
+                raise FloatingPointError(f"loss became {loss_value} at step {step} (episode {ep})")
+            logs = distributed.mean({"loss": loss_value, **logs})  # the global batch's loss and terms
             history.append({"step": step, "episode": ep, "loss": logs.pop("loss"), "lr": config.lr * factor,
                             "image_lr": 0.0 if locked else config.lr * image_factor,
                             "grad_norm": float(grad_norm), **logs})

@@ -8,6 +8,8 @@ it gathers every rank's features with gradients and scores this rank's rows agai
 
 from __future__ import annotations
 
+import functools
+
 import open_clip
 import torch
 
@@ -21,7 +23,10 @@ def clip_loss(image_features: torch.Tensor, text_features: torch.Tensor, logit_s
     ``logit_scale * z_I @ z_T^T`` against the diagonal. Features must be L2-normalised;
     ``logit_scale`` is exp(learnable log-scale), i.e. 1 / temperature."""
     w = distributed.world()
-    if not w.parallel:
-        return _CLIP_LOSS(image_features, text_features, logit_scale)
-    loss = open_clip.ClipLoss(local_loss=True, gather_with_grad=True, rank=w.rank, world_size=w.world_size)
+    loss = _gathering_loss(w.rank, w.world_size) if w.parallel else _CLIP_LOSS
     return loss(image_features, text_features, logit_scale)
+
+
+@functools.lru_cache(maxsize=None)
+def _gathering_loss(rank: int, world_size: int) -> open_clip.ClipLoss:
+    return open_clip.ClipLoss(local_loss=True, gather_with_grad=True, rank=rank, world_size=world_size)

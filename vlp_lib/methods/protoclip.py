@@ -155,9 +155,9 @@ class ProtoCLIP(Method):
         z_i = model.encode_image(images)
         z_t = model.encode_text(texts)
         if self.training and distributed.world().parallel:
-            rows = slice(*distributed.bounds(len(z_i) * distributed.world().world_size))
-            h_i = self.image_head(distributed.gather_with_grad(z_i.float()))[rows]
-            h_t = self.text_head(distributed.gather_with_grad(z_t.float()))[rows]
+            all_i, all_t = distributed.gather_with_grad(z_i.float()), distributed.gather_with_grad(z_t.float())
+            rows = slice(*distributed.bounds(len(all_i)))
+            h_i, h_t = self.image_head(all_i)[rows], self.text_head(all_t)[rows]
         else:
             h_i, h_t = self.image_head(z_i.float()), self.text_head(z_t.float())
         return z_i, z_t, F.normalize(h_i, dim=-1), F.normalize(h_t, dim=-1)
