@@ -33,7 +33,8 @@ import numpy as np
 import torch
 from sklearn.metrics import adjusted_rand_score
 
-from vlp_lib.cluster import kmeans_with_stats, kmeanspp_init, pbt
+from vlp_lib.cluster import kmeans_with_stats, kmeanspp_init
+from vlp_lib.papers.protoclip.prototypes import pbt
 
 
 def mixture(n: int, modes: int, d: int = 128, noise: float = 0.3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from vlp_lib import experiment
-from vlp_lib.chapters.protoclip import chapter as protoclip_chapter
+from vlp_lib.papers.protoclip.book import chapter as protoclip_chapter
 from vlp_lib.config import SCALES
 from vlp_lib.data.paired import from_world
 from vlp_lib.data.tokenizer import world_tokenizer

@@ -38,7 +38,7 @@ from vlp_lib import distributed
 from vlp_lib.data.paired import PairedData
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.methods import CLIP
-from vlp_lib.methods.protoclip import ProtoCLIP
+from vlp_lib.papers.protoclip.method import ProtoCLIP
 from vlp_lib.models import available_models, create_model, model_image_size
 from vlp_lib.train import TrainConfig, model_input, resolve_device, train
 

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
+from vlp_lib.data import training
 from vlp_lib.book import report
-from vlp_lib.chapters.protoclip import ablation
+from vlp_lib.papers.protoclip.book import ablation
 from vlp_lib.train import TrainConfig
 
 
@@ -18,7 +19,7 @@ def no_compute(monkeypatch):
         raise AssertionError("compute started before validation finished")
 
     monkeypatch.setattr(world, "generate", refuse)
-    monkeypatch.setattr(experiment, "generate", refuse, raising=False)
+    monkeypatch.setattr(training, "generate", refuse, raising=False)
     monkeypatch.setattr(experiment, "create_model", refuse, raising=False)
 
 

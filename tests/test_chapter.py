@@ -6,7 +6,8 @@ import pytest
 from vlp_lib import experiment, runs
 from vlp_lib.paths import REPO_ROOT
 from vlp_lib.book import report
-from vlp_lib.chapters.protoclip import ablation, chapter
+from vlp_lib.book.claims import noninferiority_verdict
+from vlp_lib.papers.protoclip.book import ablation, chapter
 from vlp_lib.train import TrainConfig
 
 
@@ -55,8 +56,8 @@ def test_laptop_runs_train_4x_the_first_books_steps_with_a_short_warmup():
 
 def _record(row, seed, metrics, timings, scale="smoke"):
     config = chapter.config(row, scale, seed)
-    runs.save(experiment.RUN_KIND, config, metrics, timings)
-    return runs.load(experiment.RUN_KIND, config)
+    runs.save(experiment.RUN_KIND, config, metrics, timings, paper=experiment.paper(config))
+    return experiment.stored(config)
 
 
 def test_seeds_parameter():
@@ -100,14 +101,14 @@ def test_claims_are_stated_once_and_their_rows_exist():
         assert c.kind in chapter.CLAIM_KINDS and c.notebook in chapter.CLAIM_NOTEBOOKS
         assert c.text and c.source and c.paper_value
         assert c.paper_effect is None or 0 < c.paper_effect < 1  # a fraction on our metric, never pp
-        if c.ablation is None:
+        if c.kind != "external":
             # every row of a claim is a row of the chapter's tables, under a label a table gives it
             for row in (c.better, c.reference):
                 assert any(row == r and row.label == r.label for r in ALL_ROWS), (c.id, row)
         else:
             assert c.better is None and c.reference is None and c.notebook == "ablation"
     # Fig. 6's claims are ablation.CLAIMS, with their paper effects
-    fig6 = {c.id: c for c in chapter.CLAIMS if c.ablation is not None}
+    fig6 = {c.id: c for c in chapter.CLAIMS if c.kind == "external"}
     assert {c.id for c in ablation.CLAIMS} == set(fig6)
     assert fig6["fig6b_soft_target"].paper_effect == pytest.approx(0.0158)
     # the components notebook's claims that used to miss the scorecard
@@ -200,7 +201,7 @@ def test_scorecard_judges_stored_ablation_sweeps():
             gain = 0.02 if run.value == 0.01 else 0.0
             seed = run.config["seed"]
             value = 0.3 + 0.05 * seed + gain + 0.001 * seed ** 2
-            runs.save(experiment.RUN_KIND, run.config, {"avg3/linear": value}, {})
+            runs.save(experiment.RUN_KIND, run.config, {"avg3/linear": value}, {}, paper=experiment.paper(run.config))
     card = report.scorecard("smoke").set_index("id")
     soft = card.loc["fig6b_soft_target"]
     assert soft["verdict"] == "reproduced" and soft["seeds"] == 3
@@ -226,8 +227,11 @@ def test_a_match_needs_its_interval_above_the_margin():
     def test(low, high, n=3):
         return report.PairedTest(n, (low + high) / 2, 0.01, low, high, "", 0.0, 0.0)
 
-    assert chapter.match_verdict(test(-0.005, 0.02), faster=True) == "reproduced"
-    assert chapter.match_verdict(test(-0.11, 0.035), faster=True) == "inconclusive"  # too wide to show a match
-    assert chapter.match_verdict(test(-0.05, -0.02), faster=True) == "opposite"
-    assert chapter.match_verdict(test(0.0, 0.02), faster=False) == "opposite"
-    assert chapter.match_verdict(test(0.0, 0.02, n=1), faster=True) == "inconclusive"
+    def match_verdict(t, faster):
+        return noninferiority_verdict(t, chapter.MATCH_MARGIN, faster)
+
+    assert match_verdict(test(-0.005, 0.02), faster=True) == "reproduced"
+    assert match_verdict(test(-0.11, 0.035), faster=True) == "inconclusive"  # too wide to show a match
+    assert match_verdict(test(-0.05, -0.02), faster=True) == "opposite"
+    assert match_verdict(test(0.0, 0.02), faster=False) == "opposite"
+    assert match_verdict(test(0.0, 0.02, n=1), faster=True) == "inconclusive"

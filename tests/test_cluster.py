@@ -7,7 +7,8 @@ from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from vlp_lib.cluster import kmeans, kmeans_with_stats, kmeanspp_init, pbt, soft_targets
+from vlp_lib.cluster import kmeans, kmeans_with_stats, kmeanspp_init
+from vlp_lib.papers.protoclip.prototypes import pbt, soft_targets
 
 
 def _mixture(n, modes, d, noise, seed):

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from vlp_lib import eval as ev
+from vlp_lib.eval import common
 from vlp_lib import experiment, suite
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.models import (
@@ -135,7 +136,7 @@ def test_composite_holds_only_the_student_image_tower_and_the_teacher_text_tower
     # what eval's helpers read
     assert ev.has_text_tower(comp)
     assert model_image_size(comp) == 32
-    assert ev._model_dtype(comp) == torch.float32
+    assert common._model_dtype(comp) == torch.float32
     assert image_embed_dim(comp) == text_embed_dim(comp) == comp.embed_dim == 128
     assert comp.context_length == teacher.context_length and comp.vocab_size == teacher.vocab_size
 

@@ -1,10 +1,10 @@
-"""The world detector, PyramidCLIP's VinVL stand-in (``vlp_lib.detector``): boxes, crops, features, cache."""
+"""The world detector, PyramidCLIP's VinVL stand-in (``vlp_lib.papers.pyramidclip.detector``): boxes, crops, features, cache."""
 
 import numpy as np
 import pytest
 import torch
 
-from vlp_lib import detector as det
+from vlp_lib.papers.pyramidclip import detector as det
 from vlp_lib.data.tasks import TASK_SEED_BASE
 from vlp_lib.data.world import MAX_OVERLAP, generate
 

@@ -1,4 +1,4 @@
-"""The DIME-FM chapter's plan and claims (``vlp_lib.chapters.dimefm``): configs, corpora, paper numbers, verdicts."""
+"""The DIME-FM chapter's plan and claims (``vlp_lib.papers.dimefm.book``): configs, corpora, paper numbers, verdicts."""
 
 import json
 
@@ -6,8 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vlp_lib.data import training
 from vlp_lib import experiment
-from vlp_lib.chapters.dimefm import chapter, paper
+from vlp_lib.book import claims
+from vlp_lib.papers.dimefm import mmd
+from vlp_lib.papers.dimefm.book import chapter, paper
 from vlp_lib.data import corpora
 from vlp_lib.data.tasks import SHAPE_SET_A
 
@@ -19,9 +22,14 @@ def _records(values, metric):
 ALL_ROWS = [*chapter.BENCHMARK, *chapter.COMPONENTS, *chapter.COVERAGE_ROWS]
 
 
+def judge(claim, results, mmd_record=None):
+    """The shared ``claims.judge`` of a DIME-FM claim, with D6's MMD record (``chapter.mmd_checks``)."""
+    return claims.judge(claim, results, chapter.PAPER, chapter.mmd_checks(mmd_record))
+
+
 @pytest.mark.parametrize("scale", ["smoke", "laptop"])
 def test_every_row_has_a_valid_config(scale, monkeypatch):
-    monkeypatch.setattr(experiment, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
+    monkeypatch.setattr(training, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
     teacher = chapter.config(chapter.TEACHER, scale, chapter.TEACHER_SEED)
     assert teacher["model"] == "rn-small" and teacher["method"] == "clip"
     for row in ALL_ROWS:
@@ -75,8 +83,8 @@ def test_the_coverage_corpus_holds_the_cr_images_at_equal_samples(monkeypatch):
             assert all(p["knobs"]["colours"] == list(chapter.HELD_OUT) for p in c["world_mix"])
             assert c["eval_tasks"] == ["colour"] and c["method"] == ("dimefm" if name == "student" else "clip")
     # the smoke scale builds the mix for real: the held-out colours appear only in its last images
-    data = experiment.world_data(chapter.config(chapter.COVERAGE["student"]["many"], "smoke"),
-                                 experiment.world_tokenizer(24))
+    data = training.world_data(chapter.config(chapter.COVERAGE["student"]["many"], "smoke"),
+                                 training.world_tokenizer(24))
     colour_ids = [vocab.COLOURS.index(c) for c in chapter.HELD_OUT]
     n_cr = 3 * chapter.CHAPTER_SCALES["smoke"]["coverage_counts"]["many"]
     primary = np.isin(data.extra["labels"]["colour"], colour_ids)
@@ -122,27 +130,27 @@ def test_claims_are_complete_and_take_the_paper_numbers_from_paper_py():
             assert c.margin > 0
         if c.kind == "interaction":
             assert len(c.terms) == 4 and sum(sign for sign, _, _ in c.terms) == 0
-        if c.kind not in ("mmd", "not_run"):
+        if c.kind not in ("every_draw", "not_run"):
             assert c.rows() and all(r in ALL_ROWS for r in c.rows())
 
 
 def test_equivalence_and_non_inferiority_verdicts():
     d1 = next(c for c in chapter.CLAIMS if c.id == "D1")
     ref = _records([0.50, 0.52, 0.51], d1.metric)
-    close = chapter.judge(d1, {d1.better: _records([0.502, 0.519, 0.512], d1.metric), d1.reference: ref})
+    close = judge(d1, {d1.better: _records([0.502, 0.519, 0.512], d1.metric), d1.reference: ref})
     assert close["verdict"] == "reproduced" and close["seeds"] == 3
-    far = chapter.judge(d1, {d1.better: _records([0.40, 0.421, 0.409], d1.metric), d1.reference: ref})
+    far = judge(d1, {d1.better: _records([0.40, 0.421, 0.409], d1.metric), d1.reference: ref})
     assert far["verdict"] == "opposite"
-    noisy = chapter.judge(d1, {d1.better: _records([0.45, 0.55, 0.50], d1.metric), d1.reference: ref})
+    noisy = judge(d1, {d1.better: _records([0.45, 0.55, 0.50], d1.metric), d1.reference: ref})
     assert noisy["verdict"] == "inconclusive" and noisy["seeds_needed"]
     d11 = next(c for c in chapter.CLAIMS if c.id == "D11")
-    above = chapter.judge(d11, {d11.better: _records([0.51, 0.525, 0.515], d11.metric),
+    above = judge(d11, {d11.better: _records([0.51, 0.525, 0.515], d11.metric),
                                 d11.reference: _records([0.50, 0.52, 0.51], d11.metric)})
     assert above["verdict"] == "reproduced"
-    below = chapter.judge(d11, {d11.better: _records([0.45, 0.47, 0.46], d11.metric),
+    below = judge(d11, {d11.better: _records([0.45, 0.47, 0.46], d11.metric),
                                 d11.reference: _records([0.50, 0.52, 0.51], d11.metric)})
     assert below["verdict"] == "opposite"
-    assert chapter.judge(d1, {d1.better: ref})["verdict"] == "not run"
+    assert judge(d1, {d1.better: ref})["verdict"] == "not run"
 
 
 def test_best_of_takes_the_best_candidate_and_not_run_claims_stay_not_run():
@@ -151,10 +159,10 @@ def test_best_of_takes_the_best_candidate_and_not_run_claims_stay_not_run():
     low, best = claim.candidates
     results = {claim.reference: _records([0.30, 0.31, 0.32], key), low: _records([0.29, 0.30, 0.31], key),
                best: _records([0.40, 0.42, 0.41], key)}
-    line = chapter.judge(claim, results)
+    line = judge(claim, results)
     assert line["verdict"] == "reproduced" and best.label in line["book_value"]
     d4 = next(c for c in chapter.CLAIMS if c.id == "D4")
-    assert chapter.judge(d4, results)["verdict"] == "not run"
+    assert judge(d4, results)["verdict"] == "not run"
 
 
 def test_difference_of_differences():
@@ -164,9 +172,9 @@ def test_difference_of_differences():
                many_s: _records([0.70, 0.71, 0.72], key), many_c: _records([0.66, 0.68, 0.69], key)}
     d = chapter.interaction_differences(claim.terms, results)
     np.testing.assert_allclose(d, [0.30 - 0.04, 0.31 - 0.03, 0.29 - 0.03])
-    assert chapter.judge(claim, results)["verdict"] == "reproduced"
+    assert judge(claim, results)["verdict"] == "reproduced"
     results[few_c] = _records([0.49, 0.515, 0.545], key)  # the gap at few CR images below the one at many
-    assert chapter.judge(claim, results)["verdict"] == "opposite"
+    assert judge(claim, results)["verdict"] == "opposite"
 
 
 def _per_shape_records(rows_of_values):
@@ -183,12 +191,12 @@ def test_spearman_claims_and_the_derived_coverage_metrics():
     follows = _per_shape_records([teacher_acc + rng.normal(0, 0.05, 24) for _ in range(3)])
     unrelated = _per_shape_records([rng.permutation(teacher_acc) for _ in range(3)])
     claim = next(c for c in chapter.CLAIMS if c.id == "D4_teacher")
-    line = chapter.judge(claim, {claim.better: follows, claim.reference: teacher})
+    line = judge(claim, {claim.better: follows, claim.reference: teacher})
     assert line["verdict"] == "reproduced" and line["seeds"] == 3
     anti = _per_shape_records([teacher_acc[::-1] for _ in range(3)])
-    assert chapter.judge(claim, {claim.better: anti, claim.reference: teacher})["verdict"] == "opposite"
+    assert judge(claim, {claim.better: anti, claim.reference: teacher})["verdict"] == "opposite"
     control = next(c for c in chapter.CLAIMS if c.id == "D4_teacher_vs_clip")
-    line = chapter.judge(control, {control.better: follows, control.reference: teacher, control.control: unrelated})
+    line = judge(control, {control.better: follows, control.reference: teacher, control.control: unrelated})
     assert line["verdict"] == "reproduced"
     # the derived means: every held-out colour weighs the same; a colour without test images is left out
     from vlp_lib.data import vocab
@@ -202,7 +210,7 @@ def test_spearman_claims_and_the_derived_coverage_metrics():
 
 def _mmd(values):
     """A fake D6 record: every kernel and draw gets the matrix of ``values`` (pair -> MMD^2)."""
-    sets = list(chapter.MMD_SETS)
+    sets = list(mmd.MMD_SETS)
     m = pd.DataFrame(0.0, index=sets, columns=sets)
     for (a, b), v in values.items():
         m.loc[a, b] = m.loc[b, a] = v
@@ -212,16 +220,16 @@ def _mmd(values):
 def test_mmd_claims_need_every_kernel_and_draw():
     gap = {("images", "captions"): 0.5, ("images", "NLP"): 0.7, ("images", "constructed"): 0.45,
            ("captions", "NLP"): 0.2, ("captions", "constructed"): 0.05, ("NLP", "constructed"): 0.15}
-    claims = {c.check: c for c in chapter.CLAIMS if c.kind == "mmd"}
+    by_check = {c.check: c for c in chapter.CLAIMS if c.kind == "every_draw"}
     for check in ("gap", "captions", "images"):
-        assert chapter.judge(claims[check], {}, _mmd(gap))["verdict"] == "reproduced"
+        assert judge(by_check[check], {}, _mmd(gap))["verdict"] == "reproduced"
     reversed_ = {**gap, ("images", "NLP"): 0.1, ("images", "constructed"): 0.3}
-    assert chapter.judge(claims["images"], {}, _mmd(reversed_))["verdict"] == "opposite"
+    assert judge(by_check["images"], {}, _mmd(reversed_))["verdict"] == "opposite"
     mixed = _mmd(gap)
     mixed["metrics"]["mmd2"]["rbf"][0] = _mmd(reversed_)["metrics"]["mmd2"]["rbf"][0]
-    line = chapter.judge(claims["images"], {}, mixed)
+    line = judge(by_check["images"], {}, mixed)
     assert line["verdict"] == "inconclusive" and "8 of 9" in line["book_value"]
-    assert chapter.judge(claims["gap"], {}, None)["verdict"] == "not run"
+    assert judge(by_check["gap"], {}, None)["verdict"] == "not run"
 
 
 def test_every_dimefm_notebook_shows_its_claims_and_all_reach_the_scorecard():

@@ -1,4 +1,4 @@
-"""Tests of vlp_lib.losses.dimefm: DIME-FM's distillation KL and its L_vl, L_p-vl, L_udist terms."""
+"""Tests of vlp_lib.papers.dimefm.loss: DIME-FM's distillation KL and its L_vl, L_p-vl, L_udist terms."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vlp_lib.losses.dimefm import dimefm_loss, kl_distill, pvl_loss, scaled_logits, udist_loss, vl_loss
+from vlp_lib.papers.dimefm.loss import dimefm_loss, kl_distill, pvl_loss, scaled_logits, udist_loss, vl_loss
 
 
 def feats(n: int, d: int = 8, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:

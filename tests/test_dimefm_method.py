@@ -1,4 +1,4 @@
-"""The DIME-FM method (``vlp_lib.methods.dimefm``) on tiny worlds: a smoke-scale rn-small CLIP teacher trained for
+"""The DIME-FM method (``vlp_lib.papers.dimefm.method``) on tiny worlds: a smoke-scale rn-small CLIP teacher trained for
 two steps, rn-tiny students distilled from it for a few steps through the one trainer."""
 
 from types import SimpleNamespace
@@ -9,12 +9,14 @@ import torch
 
 import open_clip
 
+from vlp_lib.data import training
 from vlp_lib import eval as ev
 from vlp_lib import experiment, models, runs
 from vlp_lib.data import corpora, world
 from vlp_lib.data.sampler import EpisodeSampler, MixedSampler
 from vlp_lib.data.transforms import AUGMENTATIONS, augment
-from vlp_lib.methods import DIMEFM, available_methods, create_method
+from vlp_lib.methods import available_methods, create_method
+from vlp_lib.papers.dimefm.method import DIMEFM
 from vlp_lib.models import CompositeCLIP
 from vlp_lib.train import train
 
@@ -88,7 +90,7 @@ def no_compute(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("computed before validating")
 
-    for module, name in ((world, "generate"), (experiment, "generate"), (experiment, "create_model"),
+    for module, name in ((world, "generate"), (training, "generate"), (experiment, "create_model"),
                          (experiment, "run"), (experiment, "train")):
         monkeypatch.setattr(module, name, forbidden)
 

@@ -37,7 +37,7 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
     assert out.returncode == 0, out.stderr[-3000:]
     two = json.loads(out.stdout.strip().splitlines()[-1])
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
-    stored = experiment.runs.load(experiment.RUN_KIND, config)
+    stored = experiment.stored(config)
     assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
     assert [h["loss"] for h in stored["history"]] == pytest.approx([h["loss"] for h in one["history"]], abs=1e-4)
     assert two["final_loss"] == pytest.approx(one["metrics"]["final_loss"], abs=1e-4)

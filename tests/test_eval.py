@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from vlp_lib import eval as ev
+from vlp_lib.eval import probes
 from vlp_lib.data.transforms import to_model_input
 
 
@@ -413,7 +414,7 @@ def test_linear_probe_fits_the_whole_grid_and_matches_a_plain_fit():
     grid = np.logspace(-4, 3, 8)
     out = ev.linear_probe(x[:400], y[:400], x[400:], y[400:], Cs=grid)
     assert sorted(out["val_accuracies"]) == sorted(float(c) for c in grid)
-    fit_idx, _ = ev._val_split(400, y[:400], 0.2, 0)
+    fit_idx, _ = probes._val_split(400, y[:400], 0.2, 0)
     scaler = StandardScaler().fit(x[fit_idx])
     plain = LogisticRegression(C=out["C"], max_iter=1000, random_state=0).fit(scaler.transform(x[fit_idx]), y[fit_idx])
     assert out["accuracy"] == float((plain.predict(scaler.transform(x[400:])) == y[400:]).mean())

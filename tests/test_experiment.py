@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from vlp_lib.data import training
 from vlp_lib import experiment
 from vlp_lib.data import vocab, world
 from vlp_lib.data.tokenizer import world_tokenizer
@@ -17,7 +18,7 @@ def no_compute(monkeypatch):
         raise AssertionError("computed before validating")
 
     monkeypatch.setattr(world, "generate", forbidden)
-    monkeypatch.setattr(experiment, "generate", forbidden)
+    monkeypatch.setattr(training, "generate", forbidden)
     monkeypatch.setattr(experiment, "create_model", forbidden)
 
 
@@ -79,7 +80,7 @@ def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):
     mix = [{"n": 16, "seed": 7, "knobs": {"shapes": ["ring"], "min_objects": 1, "max_objects": 1}}]
     config = experiment.make_config("smoke", seed=0, **{**TINY, "world_mix": mix,
                                                         "world_knobs": {"held_out_shapes": ["ring"]}})
-    data = experiment.world_data(config, world_tokenizer())
+    data = training.world_data(config, world_tokenizer())
     assert len(data) == config["train_size"] == 128
     main = world.generate(112, seed=config["world_seed"], image_size=32, held_out_shapes=["ring"])
     part = world.generate(16, seed=7, image_size=32, shapes=["ring"], min_objects=1, max_objects=1)
@@ -91,7 +92,7 @@ def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):
     assert "source" not in data.extra  # one training set: a method may concat it with its own sources
     # without a mix: the one world, exactly as before
     plain = experiment.make_config("smoke", seed=0, **TINY)
-    assert plain["world_mix"] == [] and experiment.world_data(plain, world_tokenizer()).captions == list(
+    assert plain["world_mix"] == [] and training.world_data(plain, world_tokenizer()).captions == list(
         world.generate(128, seed=plain["world_seed"], image_size=32).captions)
 
 

@@ -60,7 +60,7 @@ def test_corrupt_checkpoints_are_discarded_never_loaded(tmp_path, monkeypatch):
     path.write_bytes(bytes(blob))
     with pytest.warns(UserWarning, match="corrupt"):
         model, _ = experiment.load_trained(record)
-    again = experiment.runs.load(experiment.RUN_KIND, config)
+    again = experiment.stored(config)
     assert again["metrics"]["final_loss"] == pytest.approx(record["metrics"]["final_loss"], abs=1e-6)
     reference = load_checkpoint(path)["model"]
     assert all(torch.equal(v, reference[k]) for k, v in model.state_dict().items())

@@ -1,5 +1,5 @@
-"""iCLIP and UniCL (``vlp_lib.losses.iclip``, ``vlp_lib.methods.iclip``), the class-only data
-(``vlp_lib.data.classes``) and the second retrieval set: losses against references, r = 0 is CLIP, the mixed
+"""iCLIP and UniCL (``vlp_lib.papers.iclip.loss``, ``vlp_lib.papers.iclip.method``), the class-only data
+(``vlp_lib.papers.iclip.classes``) and the second retrieval set: losses against references, r = 0 is CLIP, the mixed
 batches, bad input refused, two training steps through ``experiment.run``."""
 
 import numpy as np
@@ -9,15 +9,16 @@ import torch
 import torch.nn.functional as F
 
 from vlp_lib import experiment, suite
-from vlp_lib.data import classes, tasks, vocab
+from vlp_lib.data import tasks, vocab
+from vlp_lib.papers.iclip import classes
 from vlp_lib.data.paired import PairedData
 from vlp_lib.data.sampler import MixedSampler
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.losses.clip import clip_loss
-from vlp_lib.losses.iclip import class_text_contrast, unicl_loss
+from vlp_lib.papers.iclip.loss import class_text_contrast, unicl_loss
 from vlp_lib.methods import create_method
 from vlp_lib.methods.base import Batch
-from vlp_lib.methods.iclip import CLASS_SOURCE, PAIR_SOURCE, ICLIP, UniCL
+from vlp_lib.papers.iclip.method import CLASS_SOURCE, PAIR_SOURCE, ICLIP, UniCL
 from vlp_lib.models import create_model
 
 TOKENIZER = world_tokenizer(32)

@@ -1,13 +1,14 @@
-"""The iCLIP chapter's plan and claims (``vlp_lib.chapters.iclip``) and the shared claim kinds
-(``vlp_lib.chapters.claims``): configs, equal samples, paper numbers, verdicts, bad parameters."""
+"""The iCLIP chapter's plan and claims (``vlp_lib.papers.iclip.book``) and the shared claim kinds
+(``vlp_lib.book.claims``): configs, equal samples, paper numbers, verdicts, bad parameters."""
 
 import json
 
 import pytest
 
+from vlp_lib.data import training
 from vlp_lib import experiment
-from vlp_lib.chapters import claims as claim_lib
-from vlp_lib.chapters.iclip import chapter, paper
+from vlp_lib.book import claims as claim_lib
+from vlp_lib.papers.iclip.book import chapter, paper
 
 
 def _records(values: list[float], metric: str) -> list[dict]:
@@ -15,7 +16,7 @@ def _records(values: list[float], metric: str) -> list[dict]:
 
 
 def test_every_row_has_a_valid_config_at_equal_samples(monkeypatch):
-    monkeypatch.setattr(experiment, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
+    monkeypatch.setattr(training, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
     for scale in chapter.CHAPTER_SCALES:
         for row in chapter.ROWS:
             c = chapter.config(row, scale, 0)

@@ -1,6 +1,6 @@
 """ICMLM's computing core on tiny sizes: the POS lexicon and masked triplets (``data.lexicon``), ℓ_tp / ℓ_mlm
 (``losses.icmlm``), the frozen world-LM (``world_lm``), the TP_* and ICMLM methods through the one trainer and the
-suite's image-only evaluation, and attribute zero-shot classification (``eval.attribute_zsl``)."""
+suite's image-only evaluation, and attribute zero-shot classification (``papers.icmlm.zsl``)."""
 
 import numpy as np
 import pytest
@@ -8,13 +8,15 @@ import torch
 import torch.nn.functional as F
 
 from vlp_lib import eval as ev
-from vlp_lib import experiment, world_lm
+from vlp_lib import experiment
+from vlp_lib.papers.icmlm import world_lm, zsl
 from vlp_lib.train import load_checkpoint
-from vlp_lib.data import lexicon, vocab
+from vlp_lib.data import vocab
+from vlp_lib.papers.icmlm import lexicon
 from vlp_lib.data.tokenizer import world_tokenizer
-from vlp_lib.losses.icmlm import icmlm_loss, mlm_loss, tp_loss
+from vlp_lib.papers.icmlm.loss import icmlm_loss, mlm_loss, tp_loss
 from vlp_lib.methods import Batch, available_methods, create_method
-from vlp_lib.methods.icmlm import caption_clusters
+from vlp_lib.papers.icmlm.method import caption_clusters
 from vlp_lib.models import ImageOnly, create_model
 from vlp_lib.train import train
 
@@ -269,17 +271,17 @@ def test_bad_method_arguments_refused_before_compute(method, kwargs, name):
 
 
 def test_shapes_colours_attributes_and_split():
-    a = ev.shapes_colours_attributes()
-    factors = ev.shapes_colours_factors()
+    a = zsl.shapes_colours_attributes()
+    factors = zsl.shapes_colours_factors()
     assert a.shape == (100, 30) and (a.sum(1) == 3).all() and len(np.unique(a, axis=0)) == 100
     assert factors[7].tolist() == [1, 2]  # class 7 = "green rectangle": shape 1, colour family 2
-    seen, unseen = ev.zsl_split(factors, 25, seed=3)
+    seen, unseen = zsl.zsl_split(factors, 25, seed=3)
     assert len(seen) == 75 and len(unseen) == 25 and not set(seen) & set(unseen)
     for j in range(2):
         assert set(factors[unseen, j]) <= set(factors[seen, j])
-    assert np.array_equal(ev.zsl_split(factors, 25, seed=3)[1], unseen)
+    assert np.array_equal(zsl.zsl_split(factors, 25, seed=3)[1], unseen)
     with pytest.raises(ValueError, match="n_unseen"):
-        ev.zsl_split(factors, 0)
+        zsl.zsl_split(factors, 0)
 
 
 def test_attribute_zsl_beats_chance_on_separable_data():
@@ -287,7 +289,7 @@ def test_attribute_zsl_beats_chance_on_separable_data():
     factors = np.array([(s, c) for s in range(5) for c in range(4)])
     attributes = np.concatenate([np.eye(5)[factors[:, 0]], np.eye(4)[factors[:, 1]]], axis=1)
     projection = rng.normal(size=(9, 16))
-    seen, unseen = ev.zsl_split(factors, 5, seed=1)
+    seen, unseen = zsl.zsl_split(factors, 5, seed=1)
 
     def sample(classes, n):
         labels = rng.choice(classes, n)
@@ -295,15 +297,15 @@ def test_attribute_zsl_beats_chance_on_separable_data():
 
     x_train, y_train = sample(seen, 300)
     x_test, y_test = sample(np.arange(20), 400)
-    out = ev.attribute_zsl(x_train, y_train, x_test, y_test, attributes, seen)
+    out = zsl.attribute_zsl(x_train, y_train, x_test, y_test, attributes, seen)
     assert out["top1"] > 0.5 and out["unseen_top1"] > 0.3  # chance: 1 / 20
     assert out["seen_top1"] >= out["unseen_top1"]
     with pytest.raises(ValueError, match="train_labels"):
-        ev.attribute_zsl(x_train, np.full(300, unseen[0]), x_test, y_test, attributes, seen)
+        zsl.attribute_zsl(x_train, np.full(300, unseen[0]), x_test, y_test, attributes, seen)
     with pytest.raises(ValueError, match="seen"):
-        ev.attribute_zsl(x_train, y_train, x_test, y_test, attributes, [0, 99])
+        zsl.attribute_zsl(x_train, y_train, x_test, y_test, attributes, [0, 99])
     with pytest.raises(ValueError, match="test_features"):
-        ev.attribute_zsl(x_train, y_train, x_test[:, :3], y_test, attributes, seen)
+        zsl.attribute_zsl(x_train, y_train, x_test[:, :3], y_test, attributes, seen)
 
 
 # --- ICMLM's targets: linear-SVM multi-label probes, layer-wise features, the proxy task -----------------------
@@ -353,13 +355,13 @@ def test_feature_maps_pooled_per_layer_and_attribute_zsl_per_layer():
         ev.encode_feature_maps(model, images, grid=0)
     with pytest.raises(ValueError, match="last"):  # a layer count the model lacks
         ev.encode_feature_maps(model, images, last=6)
-    out = suite.attribute_zsl_layers(model, "smoke", 120, 60, last=3, splits=2, max_iter=10)
+    out = zsl.attribute_zsl_layers(model, "smoke", 120, 60, last=3, splits=2, max_iter=10)
     assert sorted(out) == [3, 4, 5] and all(0 <= v["top1"] <= 1 for v in out.values())
     assert set(out[5]) == {"top1", "seen_top1", "unseen_top1"}
 
 
 def test_proxy_task_of_a_stored_icmlm_run_and_the_lm_alone():
-    from vlp_lib.methods.icmlm import ICMLM, heldout_pairs, proxy_metrics
+    from vlp_lib.papers.icmlm.method import ICMLM, heldout_pairs, proxy_metrics
 
     cfg = config("icmlm", head="att-fc", heads=2, **{"lambda": 0.5})
     record = experiment.run(cfg, progress=False, verbose=False)

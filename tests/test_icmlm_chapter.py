@@ -1,12 +1,13 @@
-"""The ICMLM chapter's plan and claims (``vlp_lib.chapters.icmlm``): configs at equal samples, ICMLM's start from
+"""The ICMLM chapter's plan and claims (``vlp_lib.papers.icmlm.book``): configs at equal samples, ICMLM's start from
 TP_Postag, the label sets the world can tell apart, paper numbers, verdicts, bad parameters."""
 
 import pytest
 
+from vlp_lib.data import training
 from vlp_lib import experiment
-from vlp_lib.chapters import claims as claim_lib
-from vlp_lib.chapters.icmlm import chapter, paper
-from vlp_lib.data import lexicon
+from vlp_lib.book import claims as claim_lib
+from vlp_lib.papers.icmlm.book import chapter, paper
+from vlp_lib.papers.icmlm import lexicon
 
 
 def _records(values: list[float], metric: str) -> list[dict]:
@@ -18,7 +19,7 @@ def _samples(c: dict) -> float:
 
 
 def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatch):
-    monkeypatch.setattr(experiment, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
+    monkeypatch.setattr(training, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
     for scale in chapter.CHAPTER_SCALES:
         for row in chapter.ROWS:
             c = chapter.config(row, scale, 1)

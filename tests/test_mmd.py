@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from vlp_lib.eval import mmd, mmd_matrix, rbf_bandwidth
+from vlp_lib.papers.dimefm.mmd import mmd, mmd_matrix, rbf_bandwidth
 
 
 def sample(n: int, d: int = 3, shift: float = 0.0, seed: int = 0) -> np.ndarray:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from vlp_lib import experiment
-from vlp_lib.methods import ProtoCLIP
+from vlp_lib.papers.protoclip.method import ProtoCLIP
 from vlp_lib.models import create_model
 from vlp_lib.train import TrainConfig, train
 
@@ -96,7 +96,7 @@ def test_infonce_warmup_and_locked_image_phase_train_clip_alone(synthetic_pairs)
 
 
 def test_external_teacher_term_uses_one_hot_targets(synthetic_pairs, monkeypatch):
-    from vlp_lib.methods import protoclip
+    from vlp_lib.papers.protoclip import method as protoclip
 
     temperatures = []
     real = protoclip.soft_targets

@@ -1,9 +1,11 @@
-"""The PyramidCLIP chapter's plan and claims (``vlp_lib.chapters.pyramidclip``): configs, paper numbers, verdicts."""
+"""The PyramidCLIP chapter's plan and claims (``vlp_lib.papers.pyramidclip.book``): configs, paper numbers, verdicts."""
 
 import pytest
 
+from vlp_lib.data import training
 from vlp_lib import experiment
-from vlp_lib.chapters.pyramidclip import chapter, paper
+from vlp_lib.book.claims import judge
+from vlp_lib.papers.pyramidclip.book import chapter, paper
 
 
 def _records(values: list[float], metric: str) -> list[dict]:
@@ -11,7 +13,7 @@ def _records(values: list[float], metric: str) -> list[dict]:
 
 
 def test_every_row_has_a_valid_config_with_warmup_at_most_a_tenth(monkeypatch):
-    monkeypatch.setattr(experiment, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
+    monkeypatch.setattr(training, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
     rows = {*chapter.TABLE6, *chapter.BENCHMARK, *chapter.CONTROLS, *chapter.ALPHA_SWEEP}
     for row in rows:
         c = chapter.config(row, "laptop", 0)
@@ -47,10 +49,10 @@ def test_a_difference_of_gains_is_judged_per_seed():
     metric = claim.metric
     results = {claim.better: _records([0.50, 0.52, 0.51], metric), claim.reference: _records([0.40, 0.41, 0.40], metric),
                claim.minus[0]: _records([0.45, 0.46, 0.45], metric), claim.minus[1]: _records([0.44, 0.45, 0.45], metric)}
-    line = chapter.judge(claim, results)
+    line = judge(claim, results, chapter.PAPER)
     assert line["verdict"] == "reproduced" and line["seeds"] == 3
     assert line["book_value"].startswith("+10.00")  # (10, 11, 11) - (1, 1, 0) pp = 9, 10, 11
-    missing = chapter.judge(claim, {claim.better: results[claim.better]})
+    missing = judge(claim, {claim.better: results[claim.better]}, chapter.PAPER)
     assert missing["verdict"] == "not run"
 
 

@@ -1,16 +1,17 @@
-"""PyramidCLIP (``vlp_lib.methods.pyramidclip``): the ROI branch, the loss of Eq. 6 and its side data, bad input."""
+"""PyramidCLIP (``vlp_lib.papers.pyramidclip.method``): the ROI branch, the loss of Eq. 6 and its side data, bad input."""
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+from vlp_lib.data import training
 from vlp_lib import experiment
-from vlp_lib.data.summaries import summarize_all
+from vlp_lib.papers.pyramidclip.summaries import summarize_all
 from vlp_lib.losses.clip import clip_loss
 from vlp_lib.methods import create_method
 from vlp_lib.methods.base import Batch
-from vlp_lib.methods.pyramidclip import FULL_WEIGHTS, RoiEncoder, TERMS
+from vlp_lib.papers.pyramidclip.method import FULL_WEIGHTS, RoiEncoder, TERMS
 from vlp_lib.models import create_model
 
 SMOKE = dict(train_size=64, epochs=1, batch_size=32, warmup_steps=1, task_train=40, task_test=20,
@@ -82,7 +83,7 @@ def test_method_declares_the_side_data_and_views_its_terms_read():
     ({"views": ["local"]}, "unknown"),
 ])
 def test_bad_arguments_are_refused_before_any_compute(kwargs, param, monkeypatch):
-    monkeypatch.setattr(experiment, "generate", lambda *a, **k: pytest.fail("generated data for a bad config"))
+    monkeypatch.setattr(training, "generate", lambda *a, **k: pytest.fail("generated data for a bad config"))
     with pytest.raises(ValueError, match=param):
         experiment.make_config("smoke", method="pyramidclip", method_kwargs=kwargs, **SMOKE)
 

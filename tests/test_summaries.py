@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vlp_lib.data import summaries, vocab, world
+from vlp_lib.data import vocab, world
+from vlp_lib.papers.pyramidclip import summaries
 
 ALLOWED = set(summaries.COLOUR_WORDS) | {w for s in vocab.SHAPES for w in vocab.words(s)} | {"a", "an", "and"}
 

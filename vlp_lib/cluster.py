@@ -1,18 +1,11 @@
-"""Prototype construction for ProtoCLIP: K-Means (Sec. III-A), soft targets (Eq. 5) and PBT (Eq. 7).
+"""K-Means with faiss (ProtoCLIP Sec. III-A; ICMLM's TP_Cluster), seeded by greedy k-means++ by default.
 
-One episode (Sec. III-D) clusters the cached, detached 128-d projected features ``h^I`` and ``h^T`` of
-m = 200,000 samples into K = 20,000 prototypes with faiss K-Means, 20 iterations (Sec. IV-A-3, IV-D);
-the prototypes of one modality supervise the other through soft targets (Eq. 5) and, with Prototype Back
-Translation, through within-modal centroids (Eq. 7). The loss that uses them is in
-``vlp_lib.losses.proto``.
+ProtoCLIP's episode (Sec. III-D) clusters the cached, detached 128-d projected features ``h^I`` and ``h^T`` of
+m = 200,000 samples into K = 20,000 prototypes with faiss K-Means, 20 iterations (Sec. IV-A-3, IV-D); its soft
+targets (Eq. 5) and PBT (Eq. 7) are ProtoCLIP's own (``vlp_lib.papers.protoclip.prototypes``).
 
-Normalisation, as in the paper and in the authors' code (megvii-research/protoclip):
-
-- the features that are clustered are L2-normalised (the code's projection heads end in
-  ``F.normalize``; the paper does not say so);
-- the K-Means centroids are *not* re-normalised (faiss ``spherical=False``), so their norms are < 1;
-- Eq. 5 takes dot products of these raw centroids (no normalisation in the text or the code);
-- Eq. 7 is a plain mean of the student features (no normalisation in the text or the code).
+The features that ProtoCLIP clusters are L2-normalised (the authors' projection heads end in ``F.normalize``); the
+K-Means centroids are *not* re-normalised (faiss ``spherical=False``), so their norms are < 1.
 
 ``kmeans`` differs from the paper in one place, on purpose: faiss seeds Lloyd's iterations with K random
 points, and at ProtoCLIP's 10 points per centroid that leaves many true modes sharing one centroid while
@@ -29,7 +22,6 @@ from typing import Any, Iterator
 import faiss
 import numpy as np
 import torch
-import torch.nn.functional as F
 from threadpoolctl import threadpool_limits
 
 ArrayLike = Any  # numpy array or torch tensor
@@ -63,13 +55,13 @@ def _as_numpy_2d(x: ArrayLike, name: str) -> np.ndarray:
     return a
 
 
-def _check_int(value: Any, name: str, low: int) -> int:
+def check_int(value: Any, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(value)
 
 
-def _labels_tensor(labels: ArrayLike, n: int, k: int, name: str, against: str, device: torch.device) -> torch.Tensor:
+def labels_tensor(labels: ArrayLike, n: int, k: int, name: str, against: str, device: torch.device) -> torch.Tensor:
     """``labels`` as an int64 tensor ``[n]`` with values in ``[0, k)``; ``ValueError`` naming ``name`` otherwise."""
     t = labels.detach() if isinstance(labels, torch.Tensor) else torch.as_tensor(np.asarray(labels))
     if t.ndim != 1:
@@ -199,11 +191,11 @@ def kmeanspp_init(x: ArrayLike, k: int, seed: int = 0, n_local_trials: int = 3) 
     machine (BLAS rounding may differ between machines and thread counts).
     """
     x = _as_numpy_2d(x, "x")
-    k = _check_int(k, "k", 1)
+    k = check_int(k, "k", 1)
     if k > len(x):
         raise ValueError(f"k must be <= the number of points N={len(x)}, got {k}")
-    n_local_trials = _check_int(n_local_trials, "n_local_trials", 1)
-    rng = np.random.default_rng(_check_int(seed, "seed", 0))
+    n_local_trials = check_int(n_local_trials, "n_local_trials", 1)
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
     pool = x
     if len(x) > _MAX_POINTS_PER_CENTROID * k:
         pool = x[np.sort(rng.choice(len(x), size=_MAX_POINTS_PER_CENTROID * k, replace=False))]
@@ -273,12 +265,12 @@ def kmeans_with_stats(
     if not isinstance(init, str) or init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     x = _as_numpy_2d(x, "x")
-    k = _check_int(k, "k", 1)
+    k = check_int(k, "k", 1)
     if k > len(x):
         raise ValueError(f"k must be <= the number of points N={len(x)}, got {k}")
-    niter = _check_int(niter, "niter", 0)  # 0: the seeds themselves ("w/o K-Means", Table III)
-    nredo = _check_int(nredo, "nredo", 1)
-    seed = _check_int(seed, "seed", 0)
+    niter = check_int(niter, "niter", 0)  # 0: the seeds themselves ("w/o K-Means", Table III)
+    nredo = check_int(nredo, "nredo", 1)
+    seed = check_int(seed, "seed", 0)
     use_gpu = _use_gpu(gpu)
 
     with _threads_for(float(len(x)) * k * x.shape[1]):
@@ -336,72 +328,3 @@ def kmeans(
     """
     centroids, labels, _ = kmeans_with_stats(x, k, niter=niter, nredo=nredo, seed=seed, init=init, gpu=gpu)
     return centroids, labels
-
-
-# --------------------------------------------------------------------------------------------------------------
-# soft targets (ProtoCLIP Eq. 5)
-
-
-def _temperature(temperature: Any) -> float:
-    if isinstance(temperature, (torch.Tensor, np.ndarray)) and temperature.ndim == 0:
-        temperature = temperature.item()  # a learnable or logged 0-d temperature
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or np.isnan(temperature):
-        raise ValueError(f"temperature must be a real number, got {temperature!r}")
-    return float(temperature)
-
-
-def soft_targets(centroids: ArrayLike, labels: ArrayLike, temperature: float) -> ArrayLike:
-    """ProtoCLIP Eq. 5: ``y_i = softmax(C c_{labels[i]} / tau_y)``, returned as ``[N, k]``.
-
-    Row i is the target distribution for a sample whose teacher cluster is ``labels[i]``: the softmax over the
-    dot products between its prototype and all ``k`` teacher prototypes ``centroids`` ``[k, d]``. Centroids
-    are used as given, not re-normalised: Eq. 5 is a plain dot product and the authors' code feeds it faiss's
-    raw centroids of L2-normalised features (norms slightly below 1). ``temperature <= 0`` gives the one-hot
-    targets of earlier clustering methods (the "hardmax" bar of Fig. 6(b); the code's ``teacher_temperature=-1``);
-    the paper's best is tau_y = 0.01 (Sec. IV-D-2).
-
-    Torch in, torch out (same dtype and device); numpy in, numpy out. The result is N x k, so call it per
-    batch (N = batch size), as training does, not for a whole episode.
-    """
-    tau = _temperature(temperature)
-    is_torch = isinstance(centroids, torch.Tensor)
-    c = centroids if is_torch else torch.from_numpy(np.asarray(centroids))
-    if c.ndim != 2:
-        raise ValueError(f"centroids must be 2-D [k, d], got shape {tuple(c.shape)}")
-    if not c.is_floating_point():
-        c = c.float()
-    y = _labels_tensor(labels, len(labels), len(c), "labels", "labels", c.device)
-    if tau <= 0:
-        out = F.one_hot(y, len(c)).to(c.dtype)
-    else:
-        out = torch.softmax(c[y] @ c.T / tau, dim=1)
-    return out if is_torch else out.numpy()
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Prototype Back Translation (ProtoCLIP Eq. 7)
-
-
-def pbt(student_feats: ArrayLike, teacher_labels: ArrayLike, k: int) -> ArrayLike:
-    """ProtoCLIP Eq. 7, Prototype Back Translation: ``[k, d]`` within-modal centroids of the teacher's clusters.
-
-    Row j is the mean of the ``student_feats`` ``[N, d]`` whose teacher cluster ``teacher_labels[i]`` is j,
-    i.e. c^T_{PBT->I, j} = 1/|I_j| sum_{i in I_j} h^I_i with image features as the student and text clusters as
-    the teacher; clusters no sample is assigned to give zero rows, as in the authors' code. The centroids are
-    not normalised: Eq. 7 is a plain mean and so is the code (the features themselves are L2-normalised, so
-    the norms are <= 1). They replace the teacher prototypes C^T in Eq. 3 (and C^external in Eq. 8).
-
-    One ``index_add_`` and one ``bincount`` instead of the code's loop over clusters. Torch in, torch out (same
-    dtype and device; sums accumulate in float32 for half-precision input); numpy in, numpy out.
-    """
-    k = _check_int(k, "k", 1)
-    is_torch = isinstance(student_feats, torch.Tensor)
-    h = student_feats if is_torch else torch.from_numpy(np.asarray(student_feats))
-    if h.ndim != 2:
-        raise ValueError(f"student_feats must be 2-D [N, d], got shape {tuple(h.shape)}")
-    y = _labels_tensor(teacher_labels, len(h), k, "teacher_labels", "student_feats", h.device)
-    acc_dtype = h.dtype if h.dtype == torch.float64 else torch.float32
-    sums = torch.zeros(k, h.shape[1], dtype=acc_dtype, device=h.device).index_add_(0, y, h.to(acc_dtype))
-    counts = torch.bincount(y, minlength=k).clamp_min_(1).to(acc_dtype)
-    out = (sums / counts[:, None]).to(h.dtype if h.is_floating_point() else acc_dtype)
-    return out if is_torch else out.numpy()

@@ -11,27 +11,38 @@ import os
 import time
 import warnings
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from . import distributed, runs
-from .config import check_bool, check_positive_int, resolve
-from .data import tasks as task_lib
-from .data import folder_tasks, real
-from .data.paired import PairedData, concat, from_world
-from .data.tokenizer import world_tokenizer
-from .data.world import check_knobs, generate
-from .suite import PROBES, RETRIEVALS, evaluate_suite
-from .methods import MethodContext, check_method_name, create_method, method_class
-from .methods.base import Method, Trained
-from .models import DEFAULT_PRECISION, check_model_name, create_model
-from .paths import checkpoint_dir
-from .teachers import check_teacher, clip_text_features, minilm_features
-from .train import TrainConfig, load_checkpoint, train
+from vlp_lib import distributed, runs
+from vlp_lib.config import check_bool, check_positive_int, resolve
+from vlp_lib.data import folder_tasks, real
+from vlp_lib.data import tasks as task_lib
+from vlp_lib.data.paired import PairedData
+from vlp_lib.data.training import (
+    check_tokenizer,
+    check_world_mix,
+    make_tokenizer,
+    training_pairs,
+)
+from vlp_lib.data.world import check_knobs
+from vlp_lib.methods import (
+    MethodContext,
+    check_method_name,
+    create_method,
+    method_class,
+    paper_of,
+)
+from vlp_lib.methods.base import Method, Trained
+from vlp_lib.models import DEFAULT_PRECISION, check_model_name, create_model
+from vlp_lib.paths import checkpoint_dir
+from vlp_lib.runs import RUN_KIND
+from vlp_lib.suite import PROBES, RETRIEVALS, evaluate_suite
+from vlp_lib.train import TrainConfig, load_checkpoint, train
 
-RUN_KIND = "train"
 DEFAULT_EVAL_TASKS = ("shapes10", "shapes_colours", "clutter10", "background", "count")
 _TRAIN_FIELDS = {f.name for f in fields(TrainConfig)} - {"progress"}
 
@@ -101,68 +112,6 @@ def make_config(
     return config
 
 
-TOKENIZERS = ("world", "bpe")
-
-
-def check_tokenizer(name: Any, train_data: str) -> str:
-    """``tokenizer``: "world" (the world's word tokenizer) or "bpe" (open_clip's BPE tokenizer, for real text);
-    ``None``: "world" for the generated world, "bpe" for real data. ``ValueError`` naming ``tokenizer``."""
-    if name is None:
-        return "world" if real.is_world(train_data) else "bpe"
-    if name not in TOKENIZERS:
-        raise ValueError(f"tokenizer must be one of {list(TOKENIZERS)} (or None: by train_data), got {name!r}")
-    return name
-
-
-def make_tokenizer(config: dict[str, Any]) -> Any:
-    """The tokenizer of a run: the world's ``WordTokenizer`` or open_clip's ``SimpleTokenizer`` (49,408 BPE tokens,
-    its vocabulary shipped inside the open_clip package), both at the run's ``context_length``. Configs written
-    before the ``tokenizer`` key existed are world runs."""
-    if config.get("tokenizer", "world") == "bpe":
-        from open_clip.tokenizer import SimpleTokenizer
-
-        return SimpleTokenizer(context_length=config["context_length"])
-    return world_tokenizer(config["context_length"])
-
-
-def check_world_mix(mix: Any, train_size: int) -> list[dict[str, Any]]:
-    """A concept-coverage mix (DIME-FM D4/D5): a list of parts ``{"n": images, "seed": world seed, "knobs": world
-    knobs}`` whose images replace the last ``n`` of the ``train_size`` training pairs (equal total samples at
-    every mix; ``build``). ``ValueError`` naming ``world_mix`` before any compute."""
-    if not isinstance(mix, (list, tuple)):
-        raise ValueError(f"world_mix must be a list of {{'n', 'seed', 'knobs'}} parts, got {type(mix).__name__}")
-    parts = []
-    for i, part in enumerate(mix):
-        if not isinstance(part, dict) or set(part) - {"n", "seed", "knobs"} or not {"n", "seed"} <= set(part):
-            raise ValueError(f"world_mix[{i}] must be a dict with keys 'n', 'seed' and optionally 'knobs', got {part!r}")
-        n = check_positive_int(f"world_mix[{i}]['n']", part["n"])
-        seed = part["seed"]
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < task_lib.TASK_SEED_BASE:
-            raise ValueError(f"world_mix[{i}]['seed'] must be an int in [0, {task_lib.TASK_SEED_BASE}) "
-                             f"(below the evaluation tasks' seeds), got {seed!r}")
-        knobs = dict(part.get("knobs") or {})
-        parts.append({"n": n, "seed": int(seed), "knobs": check_knobs(**knobs) if knobs else {}})
-    mixed = sum(p["n"] for p in parts)
-    if parts and mixed >= train_size:
-        raise ValueError(f"world_mix: its parts hold {mixed} images, train_size is {train_size}: the main world must "
-                         "keep at least one")
-    return parts
-
-
-def world_data(config: dict[str, Any], tokenizer: Any) -> PairedData:
-    """The generated training pairs of ``config``: world ``world_seed`` / ``world_knobs`` for ``train_size`` pairs,
-    of which the last ones come from the ``world_mix`` parts, in order."""
-    mix = config.get("world_mix") or []
-    main = config["train_size"] - sum(p["n"] for p in mix)
-    worlds = [generate(main, seed=config["world_seed"], image_size=config["image_size"], **config["world_knobs"])]
-    worlds += [generate(p["n"], seed=p["seed"], image_size=config["image_size"], **p["knobs"]) for p in mix]
-    if len(worlds) == 1:
-        return from_world(worlds[0], tokenizer)
-    data, _ = concat({f"part{i}": from_world(w, tokenizer) for i, w in enumerate(worlds)})
-    del data.extra["source"]  # one training set, not sources that a sampler mixes
-    return data
-
-
 def train_config(config: dict[str, Any], progress: bool = True) -> TrainConfig:
     kwargs = {k: config[k] for k in _TRAIN_FIELDS}
     kwargs["betas"] = tuple(kwargs["betas"])
@@ -174,10 +123,7 @@ def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     "world" (the generated world) or real data (``data.real.load_pairs``: an OpenCLIP CSV or WebDataset shards,
     decoded once into a cache; bad samples skipped and counted)."""
     tokenizer = make_tokenizer(config)
-    if real.is_world(config["train_data"]):
-        data = world_data(config, tokenizer)
-    else:
-        data, _ = real.load_pairs(config["train_data"], tokenizer, config["image_size"])
+    data = training_pairs(config, tokenizer)
     model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
                          image_size=config["image_size"], seed=config["seed"])
     return data, tokenizer, model
@@ -207,29 +153,11 @@ def wrap_model(config: dict[str, Any], model: torch.nn.Module, trained: Trained 
 def method_arguments(config: dict[str, Any], data: PairedData, model: torch.nn.Module,
                      tokenizer: Any = None, trained: Trained | None = None) -> dict[str, Any]:
     """The method's constructor arguments: ``method_kwargs`` completed by the method itself
-    (``Method.arguments``) from the data, the model and, when it asks, an external teacher's features or
-    another run's trained model (``trained``)."""
+    (``Method.arguments``) from the data, the model and, when it asks, another run's trained model (``trained``:
+    a teacher)."""
     tokenizer = tokenizer or make_tokenizer(config)
-    context = MethodContext(config, data, model, tokenizer, lambda name: teacher_features(name, config, data),
-                            trained or trained_runs())
+    context = MethodContext(config, data, model, tokenizer, trained or trained_runs())
     return method_class(config["method"]).arguments(dict(config["method_kwargs"]), context)
-
-
-def teacher_features(name: str, config: dict[str, Any], data: PairedData) -> np.ndarray | None:
-    """An external teacher's (PCA-reduced) features of every training caption: ``"minilm"`` (the packaged
-    sentence encoder), ``"clip"`` (the text encoder of the CLIP baseline trained with the same scale, data and
-    seed, ProtoCLIP Fig. 6 (d)) or ``"none"`` (``None``)."""
-    teacher = check_teacher(name)
-    if teacher == "minilm":
-        return minilm_features(data.captions)
-    if teacher == "clip":
-        clip_config = {**config, "method": "clip", "method_kwargs": {}, "episode_size": None,
-                       "image_lock_fraction": 0.0}
-        record = run(clip_config)
-        clip_model, tokenizer = load_trained(record)
-        return clip_text_features(clip_model, tokenizer, data.captions,
-                                  cache_key=record["config_hash"] + record["code_fingerprint"])
-    return None
 
 
 def build_method(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module, Method]:
@@ -242,8 +170,20 @@ def build_method(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Modu
     return data, tokenizer, model, method
 
 
-def checkpoint_path(config: dict[str, Any]):
-    return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config)}-{runs.code_fingerprint()}.pt"
+def paper(config: dict[str, Any]) -> str | None:
+    """The paper whose code (with the core) computes the run ``config``: the one that defines its method
+    (``methods.paper_of``; ``None`` for CLIP, a core method). Its records carry that paper's fingerprint."""
+    return paper_of(config["method"])
+
+
+def stored(config: dict[str, Any]) -> dict | None:
+    """The stored, current record of the run ``config``, or ``None`` (never trains)."""
+    return runs.load(RUN_KIND, config, paper=paper(config))
+
+
+def checkpoint_path(config: dict[str, Any]) -> Path:
+    fingerprint = runs.code_fingerprint(paper(config))
+    return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config)}-{fingerprint}.pt"
 
 
 def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> dict:
@@ -252,14 +192,16 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
     which every rank returns."""
     ranks = distributed.world()
     if not ranks.parallel:
-        return runs.cached(RUN_KIND, config, lambda: _evaluate(config, *_train(config, progress)), verbose=verbose)
-    record = runs.load(RUN_KIND, config)
+        return runs.cached(RUN_KIND, config, lambda: _evaluate(config, *_train(config, progress)), verbose=verbose,
+                           paper=paper(config))
+    record = stored(config)
     if record is None:
         trained = _train(config, progress and ranks.is_main)
         if ranks.is_main:
-            runs.save_result(RUN_KIND, config, _evaluate(config, *trained))
+            runs.save_result(RUN_KIND, config, _evaluate(config, *trained), paper=paper(config))
         distributed.barrier()
-        record = runs.load(RUN_KIND, config)
+        record = stored(config)
+    assert record is not None, "rank 0 stored the run"
     return record
 
 

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from . import distributed, experiment
+from vlp_lib import distributed, experiment
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from open_clip.modified_resnet import ModifiedResNet
 
-from .config import check_positive_int
+from vlp_lib.config import check_positive_int
 
 CONFIG_DIR = Path(__file__).parent / "model_configs"
 CPU_PRESETS = tuple(sorted(p.stem for p in CONFIG_DIR.glob("*.json")))

@@ -20,9 +20,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .data import folder_tasks
-from .data import tasks as task_lib
-from .eval import (
+from vlp_lib.data import folder_tasks
+from vlp_lib.data import tasks as task_lib
+from vlp_lib.eval import (
     clustering_scores,
     encode_images,
     encode_texts,
@@ -129,36 +129,6 @@ def presence_map(model: torch.nn.Module, scale: str, n_train: int, n_test: int, 
     return multilabel_map(probe.decision_function(scaler.transform(f_test)), test.targets)
 
 
-def attribute_zsl_layers(model: torch.nn.Module, scale: str, n_train: int, n_test: int, last: int = 3,
-                         splits: int = 5, n_unseen: int = 25, grid: int = 1,
-                         max_iter: int = 200) -> dict[int, dict[str, float]]:
-    """Attribute zero-shot learning per layer (ICMLM Supp C, Tab. 3; ``eval.attribute_zsl``) on the 100
-    ``shapes_colours`` classes (the CUB / AWA2 stand-in, attributes ``eval.shapes_colours_attributes``): for each of
-    the ``last`` deepest maps of an image-only model (``eval.encode_feature_maps``, ``grid`` x ``grid`` pooled, GAP by
-    default: the C-11 / C-12 / C-13 analogue; Supp C pools to about 9K dimensions, which our maps do not have), the
-    bilinear model is trained on the train-split images of the seen classes and tested on every test image among
-    all 100 classes, over ``splits`` seen / unseen splits (``eval.zsl_split`` with split seeds 0 .. splits - 1,
-    ``n_unseen`` unseen classes; ``max_iter`` L-BFGS iterations). Returns ``{map index (1-based, of model.depth()):
-    {"top1", "seen_top1", "unseen_top1"} averaged over the splits}``."""
-    from .eval import attribute_zsl, encode_feature_maps, shapes_colours_attributes, shapes_colours_factors, zsl_split
-
-    train = task_lib.load_task("shapes_colours", "train", n=n_train, scale=scale)
-    test = task_lib.load_task("shapes_colours", "test", n=n_test, scale=scale)
-    f_train = encode_feature_maps(model, train.images, last, grid)
-    f_test = encode_feature_maps(model, test.images, last, grid)
-    attributes, factors = shapes_colours_attributes(), shapes_colours_factors()
-    out: dict[int, dict[str, float]] = {}
-    for k, (x_train, x_test) in enumerate(zip(f_train, f_test)):
-        values = []
-        for split in range(splits):
-            seen, _ = zsl_split(factors, n_unseen, seed=split)
-            rows = np.isin(train.labels, seen)
-            values.append(attribute_zsl(x_train[rows], train.labels[rows], x_test, test.labels, attributes, seen,
-                                        max_iter=max_iter))
-        out[model.depth() - last + k + 1] = {key: float(np.nanmean([v[key] for v in values])) for key in values[0]}
-    return out
-
-
 def relation_accuracy(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0) -> float:
     """Linear-probe accuracy (``eval.linear_probe``) of the relation task (``tasks.load_relation_task``)."""
     train = task_lib.load_relation_task("train", n=n_train, scale=scale)
@@ -249,7 +219,7 @@ def zero_shot_predictions(model: torch.nn.Module, tokenizer: Any, task: Any,
                           image_features: torch.Tensor | None = None) -> np.ndarray:
     """Predicted class of every image of ``task`` (a ``tasks.Task``), for confusion matrices. ``image_features``:
     the images' (unnormalised) features from ``encode_images``, when the caller has them."""
-    from .eval import zero_shot_classifier
+    from vlp_lib.eval import zero_shot_classifier
 
     weights = zero_shot_classifier(model, tokenizer, task.classnames, task.templates)
     if image_features is None:
@@ -271,7 +241,7 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
     linear and k-NN, min(5, C)/C for top-5, 0 for ARI/AMI (adjusted for chance by construction), and
     the exact expectation of a random ranking for retrieval. ``text_tower=False``: the keys of an image-only
     model (no zero-shot, no retrieval); ``config["eval_probes"]`` False: no probe keys."""
-    from .eval import chance_level, retrieval_chance
+    from vlp_lib.eval import chance_level, retrieval_chance
 
     out: dict[str, float] = {}
     for name in config["eval_tasks"]:

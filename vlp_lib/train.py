@@ -38,15 +38,17 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm  # the text bar: works in terminals, papermill and JupyterLab alike
+from tqdm import (
+    tqdm,  # the text bar: works in terminals, papermill and JupyterLab alike
+)
 
-from . import distributed
-from .config import check_number, check_positive_int
-from .data.paired import PairedData
-from .data.sampler import EpisodeSampler, Sampler, episode_indices  # noqa: F401 (episode_indices: re-exported)
-from .data.transforms import AUGMENTATIONS, augment, to_model_input
-from .methods.base import Batch, Episode, Method
-from .models import model_image_size
+from vlp_lib import distributed
+from vlp_lib.config import check_number, check_positive_int
+from vlp_lib.data.paired import PairedData
+from vlp_lib.data.sampler import EpisodeSampler, Sampler, episode_indices  # noqa: F401 (episode_indices: re-exported)
+from vlp_lib.data.transforms import AUGMENTATIONS, augment, to_model_input
+from vlp_lib.methods.base import Batch, Episode, Method
+from vlp_lib.models import model_image_size
 
 PRECISIONS = ("fp32", "bf16")
 

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from .pages import CHAPTERS, chapter_of, select_notebooks
+from vlp_lib.book.pages import CHAPTERS, chapter_of, select_notebooks
 
 NOTEBOOKS_DIR = Path("notebooks")
 EXECUTED_DIR = Path("book/executed")

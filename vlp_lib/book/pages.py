@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..chapters import chapters as paper_chapters
+from vlp_lib.papers import chapters as paper_chapters
 
 SCORECARD = "scorecard"
 
@@ -17,7 +17,7 @@ SCORECARD = "scorecard"
 def _book_chapters() -> dict[str, list[str]]:
     """The book's chapters as `make book CHAPTERS=...` names them, each with its notebooks (notebooks/<name>.ipynb)
     in reading order, which is execution order: the world and the baseline, every paper chapter registered in
-    ``vlp_lib.chapters`` (a paper chapter trains its own reference rows and needs no other chapter's runs), then the
+    ``vlp_lib.papers`` (a paper chapter trains its own reference rows and needs no other chapter's runs), then the
     scorecard, which judges every chapter's claims from the results store and trains nothing."""
     book = {"world": ["world_tour"], "baseline": ["clip_baseline"]}
     book.update({c.name: list(c.notebooks) for c in paper_chapters()})

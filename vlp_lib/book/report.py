@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..chapters import chapters as all_chapters
+from vlp_lib.papers import chapters as all_chapters
 
 
 def seed_values(records: Sequence[dict], key: str) -> np.ndarray:
@@ -139,7 +139,7 @@ class PairedTest:
         return f">{MAX_SEEDS}" if np.isinf(self.seeds_needed) else str(int(self.seeds_needed))
 
 
-def paired_test(differences: Sequence[float], paper_effect: float | None = None, alpha: float = ALPHA,
+def paired_test(differences: Sequence[float] | np.ndarray, paper_effect: float | None = None, alpha: float = ALPHA,
                 power: float = POWER) -> PairedTest:
     """Judge per-seed differences (claimed-better minus reference, paired by seed) by ``VERDICT_RULE``:
     "reproduced" (interval above 0), "opposite" (below 0), "smaller than claimed" (includes 0, excludes
@@ -177,7 +177,7 @@ SWEEP_RULE = (
     "opposite when that difference is opposite; inconclusive otherwise.")
 
 
-def equivalence_test(differences: Sequence[float], margin: float) -> str:
+def equivalence_test(differences: Sequence[float] | np.ndarray, margin: float) -> str:
     """``EQUIVALENCE_RULE``: "reproduced" / "opposite" / "inconclusive" for per-seed differences that a claim
     says are within ``margin`` (> 0) of zero."""
     if not margin > 0:
@@ -209,7 +209,7 @@ def sweep_test(per_setting: dict[Any, Sequence[dict]], key: str, paper_best: Any
     return "reproduced" if near and verdict == "reproduced" else "inconclusive"
 
 
-def paired_interval(differences: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def paired_interval(differences: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """Two-sided ``confidence`` interval of the mean of per-seed paired differences, from the t distribution
     with n - 1 degrees of freedom; ``(-inf, inf)`` with fewer than two seeds."""
     d = np.asarray(differences, dtype=float)
@@ -220,7 +220,7 @@ def paired_interval(differences: Sequence[float], confidence: float = 0.95) -> t
     return mean - half, mean + half
 
 
-def direction(differences: Sequence[float]) -> str:
+def direction(differences: Sequence[float] | np.ndarray) -> str:
     """"higher" / "lower" / "within noise" (or "too few seeds", below two) for per-seed differences, by the
     interval of ``VERDICT_RULE``: the 95% t interval of their mean lies above 0, below 0, or includes it."""
     t = paired_test(differences)
@@ -229,7 +229,7 @@ def direction(differences: Sequence[float]) -> str:
     return {"reproduced": "higher", "opposite": "lower"}.get(t.verdict, "within noise")
 
 
-def verdict(differences: Sequence[float], paper_effect: float | None = None) -> str:
+def verdict(differences: Sequence[float] | np.ndarray, paper_effect: float | None = None) -> str:
     """``paired_test(differences, paper_effect).verdict``: "reproduced" / "opposite" / "smaller than claimed" /
     "inconclusive" for the per-seed differences of a claim ("the claimed-better setting minus its reference")."""
     return paired_test(differences, paper_effect).verdict
@@ -258,7 +258,7 @@ SCORECARD_COLUMNS = ["id", "paper", "claim", "source", "notebook", "metric", "pa
 
 
 def scorecard(scale: str = "laptop") -> pd.DataFrame:
-    """Every headline claim of every chapter of ``vlp_lib.chapters`` against this book's stored runs at ``scale``,
+    """Every headline claim of every chapter of ``vlp_lib.papers`` against this book's stored runs at ``scale``,
     one line each (``SCORECARD_COLUMNS``): the paper's value, ours (``book_value``: mean per-seed difference), the
     95% t ``interval``, the ``verdict`` (``VERDICT_RULE``, or a chapter's own rule for timing and "matches in less
     time" claims; "not run" when the runs are not in the results store: execute the chapter's notebooks first), the

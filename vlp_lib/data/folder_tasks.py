@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import real
+from vlp_lib.data import real
+from vlp_lib.data.labelled import Task
 
 PREFIX = "folder:"
 IMAGE_SIZE = 224
@@ -56,7 +57,6 @@ def check_folder_task(name: str) -> tuple[Path, list[str]]:
 
 def load_folder_task(name: str, split: str, n: int | None = None):
     """Split ``split`` of folder task ``name`` as a ``tasks.Task`` (``n`` images at most)."""
-    from .tasks import Task
 
     root, classes = check_folder_task(name)
     images, labels = _decoded(str(root / split), n, _stamp(root / split))

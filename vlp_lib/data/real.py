@@ -43,8 +43,8 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from ..paths import cache_dir
-from .paired import PairedData, tokenize_all
+from vlp_lib.data.paired import PairedData, tokenize_all
+from vlp_lib.paths import cache_dir
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
 CAPTION_EXTENSION = "txt"

@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..config import check_bool
+from vlp_lib.config import check_bool
 
 # Stream tags: each order draws from its own generator seeded with (seed, episode, tag[, source]), so that one
 # order never shifts another (the images of an unpaired run are those of the paired run with the same seed).

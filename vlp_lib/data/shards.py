@@ -21,8 +21,8 @@ from typing import Any, Iterator
 import numpy as np
 from PIL import Image
 
-from ..config import check_positive_int
-from . import world as world_lib
+from vlp_lib.config import check_positive_int
+from vlp_lib.data import world as world_lib
 
 IMAGE_FORMATS = {"png": "PNG", "jpg": "JPEG"}
 JPEG_QUALITY = 95

@@ -16,7 +16,7 @@ The DIME-FM tasks (``DIMEFM_TASKS``, part of ``TASKS``): ``"shapesA"`` (12-way o
 concepts of the Supp G image corpus), ``"shapes24"`` (24-way, per-concept accuracy) and the four robustness
 variants of shapes10 in ``ROBUST_TASKS`` (same classes and templates, one distribution shift each).
 ``SEVEN_TASKS`` are the seven original tasks, averaged into ``avg7/<metric>`` by ``vlp_lib.suite``.
-The class-only labelled view (ImageNet-21K stand-in for iCLIP) is ``vlp_lib.data.classes``: the shape label plus
+The class-only labelled view (ImageNet-21K stand-in for iCLIP) is ``vlp_lib.papers.iclip.classes``: the shape label plus
 ``vocab.DEFINITIONS``.
 """
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from vlp_lib.config import check_positive_int, scale_defaults
 from vlp_lib.data import folder_tasks, vocab, world
+from vlp_lib.data.labelled import Task
 
 TASK_SEED_BASE = 10**9
 SPLITS = ("train", "test")
@@ -224,23 +225,6 @@ MULTILABEL_TASKS: dict[str, dict[str, Any]] = {
 }
 for _k, _spec in enumerate(MULTILABEL_TASKS.values()):
     _spec["seeds"] = dict(train=MULTILABEL_SEED_BASE + 100 * _k, test=MULTILABEL_SEED_BASE + 100 * _k + 1)
-
-
-@dataclass
-class Task:
-    """A labelled evaluation split: images, int labels into ``classnames``, zero-shot ``templates``."""
-
-    name: str
-    split: str
-    images: np.ndarray  # uint8 [n, H, W, 3]
-    labels: np.ndarray  # int64 [n] in [0, len(classnames))
-    classnames: list[str]
-    templates: list[str]
-    stands_in_for: str
-    description: str = ""
-
-    def __len__(self) -> int:
-        return len(self.labels)
 
 
 @dataclass

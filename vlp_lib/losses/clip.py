@@ -13,7 +13,7 @@ import functools
 import open_clip
 import torch
 
-from .. import distributed
+from vlp_lib import distributed
 
 _CLIP_LOSS = open_clip.ClipLoss()
 

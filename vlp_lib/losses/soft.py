@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .. import distributed
+from vlp_lib import distributed
 
 
 def soft_contrastive(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

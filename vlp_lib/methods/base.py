@@ -9,10 +9,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..data.paired import PairedData
-from ..data.sampler import Sampler
-from ..data.transforms import AUGMENTATIONS
-from ..models import clamp_logit_scale_
+from vlp_lib.data.paired import PairedData
+from vlp_lib.data.sampler import Sampler
+from vlp_lib.data.transforms import AUGMENTATIONS
+from vlp_lib.models import clamp_logit_scale_
 
 
 @dataclass
@@ -130,29 +130,19 @@ class Batch:
 Trained = Callable[[dict[str, Any]], tuple[nn.Module, Any]]
 
 
-def load_run(config: dict[str, Any]) -> tuple[nn.Module, Any]:
-    """The trained model (eval mode) and tokenizer of the run ``config``, trained first if it is not stored:
-    ``experiment.load_trained(experiment.run(config))``. A teacher trained by the book (DIME-FM) is an ordinary
-    run, cached by its config hash and code fingerprint like any other."""
-    from ..experiment import load_trained, run  # late: experiment imports the methods
-
-    return load_trained(run(config))
-
-
 @dataclass
 class MethodContext:
     """What a method may build its arguments from (``Method.arguments``): the run's config, its training pairs
     (``data.extra`` may be extended with side data), the freshly initialised model (already ``wrap_model``-ed),
-    the tokenizer, ``teacher_features(name)``: an external teacher's (PCA-reduced) features of every training
-    caption, and ``trained(config)``: the trained model and tokenizer of another run (``load_run``), e.g. a
-    frozen teacher."""
+    the tokenizer and ``trained(config)``: the trained model (eval mode) and tokenizer of another run, trained first
+    if it is not stored (``experiment.trained_runs``), e.g. a frozen teacher. The runner supplies ``trained``, so a
+    method never imports the runner."""
 
     config: dict[str, Any]
     data: PairedData
     model: nn.Module
     tokenizer: Any
-    teacher_features: Callable[[str], Any]
-    trained: Trained = load_run
+    trained: Trained
 
 
 class Method(nn.Module):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..losses.clip import clip_loss
-from .base import Batch, Method
+from vlp_lib.losses.clip import clip_loss
+from vlp_lib.methods.base import Batch, Method
 
 
 class CLIP(Method):

@@ -130,7 +130,7 @@ def summary(scene: dict[str, Any]) -> str:
 
     This is the *oracle* summary (``World.summaries``): it is the true scene, every object, even when the caption
     is mismatched or omits objects, so it leaks ground truth. The fair stand-in for PyramidCLIP's T5 summariser
-    reads the caption only: ``vlp_lib.data.summaries.summarize``.
+    reads the caption only: ``vlp_lib.papers.pyramidclip.summaries.summarize``.
     """
     phrases = [_article(f"{vocab.COLOURS[o['colour']]} {vocab.SHAPES[o['shape']]}") for o in scene["objects"]]
     objs = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + f" and {phrases[-1]}"

@@ -1,0 +1,41 @@
+"""Planning helpers every chapter shares (book-side: outside the code fingerprint, as all of ``vlp_lib.papers``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Sequence, TypeVar
+
+from vlp_lib import experiment, runs
+from vlp_lib.config import as_list, scale_defaults
+
+R = TypeVar("R", bound=Hashable)
+ConfigFn = Callable[[Any, str, int], dict]  # (row, scale, seed) -> a validated run config
+
+
+def seeds_parameter(scale: str, seeds: Any, default: Sequence[int], name: str = "seeds") -> list[int]:
+    """A notebook's seeds parameter (``name``): ``None`` is ``default`` (the chapter's seeds at ``scale``);
+    otherwise a non-empty list of distinct ints >= 0. ``ValueError`` naming ``scale`` or ``name`` before any
+    compute."""
+    scale_defaults(scale)
+    if seeds is None:
+        return list(default)
+    seeds = as_list(name, seeds)
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+        raise ValueError(f"{name} must be a non-empty list of integers >= 0, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name} must not repeat, got {seeds!r}")
+    return seeds
+
+
+def run_rows(rows: Sequence[R], config: ConfigFn, scale: str, seeds: Sequence[int],
+             progress: bool = True) -> dict[R, list[dict]]:
+    """Every row for every seed: ``{row: [record per seed]}``. Every config is built (and so validated) before
+    anything is computed; stored runs are loaded, not retrained (``experiment.run``)."""
+    configs = {row: [config(row, scale, s) for s in seeds] for row in rows}
+    return {row: [experiment.run(c, progress=progress) for c in cs] for row, cs in configs.items()}
+
+
+def stored(row: Any, config: ConfigFn, scale: str, seeds: Sequence[int]) -> list[dict] | None:
+    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale: another code
+    fingerprint)."""
+    records = [experiment.stored(config(row, scale, s)) for s in seeds]
+    return None if any(r is None for r in records) else records

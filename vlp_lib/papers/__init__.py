@@ -1,0 +1,95 @@
+"""The papers: one folder per paper (``vlp_lib/papers/<name>/``) holding everything only that paper uses.
+
+A paper's folder has two sides:
+
+- the computing side: its method (``method.py``, registered by name), its loss (``loss.py``) and its paper-only
+  modules (a detector, a world-LM, prototypes ...). Its stored results are stamped with the fingerprint of the
+  core plus this side (``vlp_lib.runs.code_fingerprint(paper)``), so editing one paper re-makes that paper's runs
+  and no other's;
+- the book side, ``book/``: run tables, claims as data (``vlp_lib.book.claims``), ablation plans and the paper's
+  own numbers. It plans runs (a run's config is its key in the results store) and presents them; it computes no
+  stored number, so it is outside every fingerprint.
+
+Each paper's ``__init__`` registers a ``Chapter`` (cheaply: no torch, no submodule imports), so the core's method
+registry (``vlp_lib.methods``), the book's build, its pages and the scorecard find every paper without naming
+any: ``chapters()`` imports each subpackage of this folder once. A paper depends on the core, never on another
+paper. Adding a sixth paper is adding a folder (README: "A sixth paper").
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any
+
+_REGISTRY: dict[str, "Chapter"] = {}
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """A paper's chapter.
+
+    ``name``: the paper's folder, and how ``make book CHAPTERS=<name>`` calls it; ``paper``: the scorecard's paper
+    column; ``notebooks``:
+    its notebooks (``notebooks/<stem>.ipynb``) in reading order, which is also execution order (a later notebook
+    reuses the runs an earlier one stored); ``module``: the chapter's module (imported only when judged), which
+    provides ``claims(scale)`` (scorecard lines, ``vlp_lib.book.report.SCORECARD_COLUMNS``), ``resolve_seeds(scale,
+    None)`` (the seeds its claims are judged on) and ``RULES`` (its verdict rules beyond the shared
+    ``report.VERDICT_RULE``); ``methods``: the names of the methods its ``method`` module defines (the core's
+    registry imports that module when a run asks for one of them); ``order``: its place in the book."""
+
+    name: str
+    paper: str
+    notebooks: tuple[str, ...]
+    module: str
+    methods: tuple[str, ...] = ()
+    order: int = 100
+
+    def _module(self) -> Any:
+        return importlib.import_module(self.module)
+
+    def claims(self, scale: str = "laptop") -> list[dict[str, Any]]:
+        """Every claim of the chapter judged on the results store at ``scale`` (trains nothing)."""
+        return self._module().claims(scale)
+
+    def seeds(self, scale: str = "laptop") -> list[int]:
+        """The seeds the chapter's claims are judged on at ``scale``."""
+        return list(self._module().resolve_seeds(scale, None))
+
+    def rules(self) -> list[str]:
+        """The chapter's own verdict rules (timing claims, "matches in less time" ...), as sentences."""
+        return list(getattr(self._module(), "RULES", []))
+
+
+def register(chapter: Chapter) -> Chapter:
+    """Add ``chapter`` to the registry (called by each chapter's ``__init__``); ``ValueError`` on a second chapter
+    of the same name or a notebook claimed by two chapters."""
+    other = _REGISTRY.get(chapter.name)
+    if other is not None and other != chapter:
+        raise ValueError(f"chapter {chapter.name!r} is registered twice")
+    for existing in _REGISTRY.values():
+        shared = set(existing.notebooks) & set(chapter.notebooks)
+        if existing.name != chapter.name and shared:
+            raise ValueError(f"notebooks {sorted(shared)} belong to chapters {existing.name!r} and {chapter.name!r}")
+        methods = set(existing.methods) & set(chapter.methods)
+        if existing.name != chapter.name and methods:
+            raise ValueError(f"methods {sorted(methods)} belong to papers {existing.name!r} and {chapter.name!r}")
+    _REGISTRY[chapter.name] = chapter
+    return chapter
+
+
+def chapters() -> list["Chapter"]:
+    """Every paper chapter, in book order (imports each subpackage of ``vlp_lib.papers`` once)."""
+    for info in pkgutil.iter_modules(__path__):
+        if info.ispkg:
+            importlib.import_module(f"{__name__}.{info.name}")
+    return sorted(_REGISTRY.values(), key=lambda c: (c.order, c.name))
+
+
+def paper_of_method(method: str) -> str | None:
+    """The paper (folder name) that defines ``method``, or ``None`` when no paper does (a core method: CLIP)."""
+    for chapter in chapters():
+        if method in chapter.methods:
+            return chapter.name
+    return None

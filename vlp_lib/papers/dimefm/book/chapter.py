@@ -1,0 +1,661 @@
+"""The runs behind the DIME-FM chapter (Sun et al., ICCV 2023: the supplement and the official code) and its claims,
+as data (spec section 2: D1-D11).
+
+Setting (scaled down; "laptop"):
+
+- **Teacher** (CLIP-ViT-L/14's stand-in): CLIP ``rn-small`` (twice rn-tiny's ResNet width, a 2-layer 128-wide text
+  tower) trained once (seed 0) on the big world W_big, 20,480 pairs with cleaner captions than the default web
+  world (mismatch 0.02, junk 0.1, omission 0.5), for 4 epochs. Spec 2.3 asks for 40,960 pairs; half of it keeps the
+  chapter within its 20-minute budget with the teacher included.
+- **C_big** (CLIP-ViT-B/32 on 400M pairs): CLIP ``rn-tiny`` on the teacher's pairs for the teacher's epochs.
+- **Image corpus** (IN-21K + GCC + YFCC images): 10,240 images of another world seed (same knobs). **Student**:
+  ``rn-tiny`` image tower distilled for E = 2 epochs over the image corpus, lambda1 = 0.3, unpaired, the basic
+  augmentation (RandomResizedCrop 0.08-1 + flip), zero-shot through the frozen teacher's text tower.
+- **C_small** (UniCL* on the same public data, paired): CLIP ``rn-tiny`` on the image corpus with its own captions,
+  at the student's sample count (E).
+- **Supp G settings** (D7-D10): a single-object image corpus of the 12 shapes of S_A (5,120 images, E: half the
+  main corpus, for the budget, once D8 and D10 joined the default build); texts are captions of an S_A
+  world (1, covered), of an S_B world (2, independent), or the S_B captions with class-name prompts of S_A
+  (3, partially covered; the prompts are repeated to 10% of the corpus, a share the paper does not give).
+- **Concept coverage** (D4, D5; Supp E's "conceptually related (CR) images"): the image corpus without the three
+  held-out colours ``HELD_OUT`` (no object of those colours), plus k single-object images of each held-out colour
+  (k = the scale's ``coverage_counts`` of the ``COVERAGE_LEVELS``: 0, 10, 100, 1,000 at laptop scale; the default
+  page runs ``DEFAULT_COVERAGE_LEVELS``, 0, 10 and 1,000, for the budget) in place of
+  as many corpus images (equal samples at every k); the student and a CLIP of its size (C_small) trained on each
+  mix; per-colour zero-shot on the ``colour`` task. Colours, not shapes: the teacher names colours almost perfectly
+  (99.9% on ``colour``) and shapes poorly (19% on ``shapes24``), so only a colour can show what coverage does to a
+  student whose teacher knows the concept. The teacher's per-shape strengths serve the "poor teacher" half of D4.
+
+Every row is trained with the same seeds; a seed fixes the student's initialisation and data order, never the
+teacher (trained once, with seed 0, and stored like any run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from vlp_lib import experiment
+from vlp_lib.book import plan
+from vlp_lib.book.claims import (  # noqa: F401 (interaction_differences, equivalence_seeds: the chapter's API)
+    Claim,
+    equivalence_seeds,
+    interaction_differences,
+    judge_stored,
+    rank_correlations,
+)
+from vlp_lib.book.claims import claims_table as _claims_table
+from vlp_lib.book.plan import seeds_parameter
+from vlp_lib.book.report import EQUIVALENCE_RULE
+from vlp_lib.config import scale_defaults
+from vlp_lib.data import corpora, vocab
+from vlp_lib.data.tasks import ROBUST_TASKS, SEVEN_TASKS, SHAPE_SET_A, SHAPE_SET_B
+from vlp_lib.papers.dimefm import mmd
+from vlp_lib.papers.dimefm.book import paper
+
+CHAPTER_SCALES: dict[str, dict[str, Any]] = {
+    "smoke": dict(teacher_size=256, teacher_epochs=1, corpus_size=128, unit_epochs=1, sweep_size=128, batch_size=32,
+                  task_train=60, task_test=40, retrieval_images=20, seeds=(0, 1), lr=1e-3, warmup_fraction=0.1,
+                  queries=64, pool_size=128, mmd_pool=96, mmd_samples=48, mmd_draws=3, coverage_size=128,
+                  coverage_counts=dict(none=0, few=2, some=4, many=8)),
+    "laptop": dict(teacher_size=20_480, teacher_epochs=4, corpus_size=10_240, unit_epochs=2, sweep_size=5_120,
+                   batch_size=128, task_train=2_000, task_test=1_000, retrieval_images=500, seeds=(0, 1, 2),
+                   lr=2e-3, warmup_fraction=0.1, queries=2_000, pool_size=10_240, mmd_pool=4_000,
+                   mmd_samples=1_000, mmd_draws=3, coverage_size=10_240,
+                   coverage_counts=dict(none=0, few=10, some=100, many=1_000)),
+    "paper": dict(teacher_size=2_500_000, teacher_epochs=32, corpus_size=2_500_000, unit_epochs=8,
+                  sweep_size=1_000_000, batch_size=4_096, task_train=50_000, task_test=10_000,
+                  retrieval_images=5_000, seeds=(0, 1, 2), lr=5e-4, warmup_fraction=0.1, queries=1_000_000,
+                  pool_size=5_000_000, mmd_pool=50_000, mmd_samples=10_000, mmd_draws=3, coverage_size=2_500_000,
+                  coverage_counts=dict(none=0, few=10, some=1_000, many=100_000)),
+}
+# The towers of each role: the teacher is larger than the student on both sides (spec 2.3: an rn-tiny teacher would
+# make "CLIP of the student's size on the teacher's data" the teacher itself, and D1 plain self-distillation)
+MODELS: dict[str, dict[str, str]] = {"smoke": {"student": "rn-tiny", "teacher": "rn-small"},
+                                     "laptop": {"student": "rn-tiny", "teacher": "rn-small"},
+                                     "paper": {"student": "RN50", "teacher": "ViT-B-32"}}
+TEACHER_SEED = 0
+# Every world and corpus seed of the chapter (all below the evaluation tasks' seeds, tasks.TASK_SEED_BASE)
+SEEDS = dict(big=1_000, corpus=1_001, class_a=1_002, covered=1_003, independent=1_004, nlp=1_005, pool_captions=1_006,
+             coverage=1_007)
+# W_big, the image corpus and the pool's captions: cleaner captions than the default web world (spec 2.3)
+WORLD_KNOBS: dict[str, Any] = dict(mismatch_rate=0.02, junk_rate=0.1, omit_rate=0.5)
+# The Supp G worlds: one object per image, its shape in S_A (images, setting 1's captions) or S_B (settings 2, 3)
+CLASS_A_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, shapes=list(SHAPE_SET_A))
+CLASS_B_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, shapes=list(SHAPE_SET_B))
+# D4/D5: the colours held out of the coverage corpus: a warm, a cool and a neutral one, each with close neighbours
+# (red / yellow, green / blue, white / black) that a student could confuse them with
+HELD_OUT: tuple[str, ...] = ("orange", "teal", "grey")
+SEEN: tuple[str, ...] = tuple(c for c in vocab.COLOURS if c not in HELD_OUT)
+COVERAGE_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, colours=list(SEEN))
+# the CR images: one object of a held-out colour per image, the corpus' caption noise
+CR_KNOBS: dict[str, Any] = dict(WORLD_KNOBS, min_objects=1, max_objects=1, colours=list(HELD_OUT))
+PROMPT_TEMPLATE = corpora.DEFAULT_TEMPLATE  # Supp G setting (3)'s class-name prompts ("- - -" line)
+PROMPT_SHARE = 0.1  # the prompts' share of setting (3)'s text corpus (the paper gives none)
+LAMBDA1 = paper.NUMBERS["lambda1"]
+LAMBDA1_SWEEP = (0.0, 0.3, 0.9, 1.0)  # spec 2.3 asks for 0, 0.3, 0.7, 0.9, 1.0: 0.7 dropped for the budget
+LAMBDA2_SWEEP = (0.0, 1.0, 5.0)  # spec 2.3 asks for 0, 0.5, 1, 2, 5 (Fig. 5(b) spans 0-5): 3 points for the budget
+STUDENT_WEIGHT_DECAY = paper.NUMBERS["weight_decay"]
+# avg7 (ELEVATER), shapes_colours (IN-1K), robust4 (Supp Tab. 4), shapes24 (per-shape, D4)
+FULL_EVAL = [*SEVEN_TASKS, *ROBUST_TASKS, "shapes24"]
+# Supp G's curves: the S_A task (the image corpus' concepts) and the IN-1K stand-in (Fig. 5(b)'s second panel)
+SWEEP_EVAL = ["shapesA", "shapes_colours"]
+COVERAGE_EVAL = ["colour"]
+MARGINS = {"D1": 0.02, "D2": 0.01}  # equivalence margins (fractions: 2 pp, 1 pp)
+NONINFERIORITY_MARGIN = 0.01  # D11: "student not below C_big"
+MMD_KERNELS = ("linear", "poly", "rbf")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One trained setting. ``method``: "clip" or "dimefm"; ``data``: "big" (W_big, the teacher's epochs),
+    "corpus" (the image corpus, E), "class_a" (the Supp G S_A corpus, E) or "coverage" (the image corpus without
+    the colours ``HELD_OUT`` plus CR images of each, as many as the scale's ``coverage_counts[coverage]``, E);
+    ``role``: "student" or "teacher" (which tower size);
+    DIME-FM's ``texts`` (a key of ``text_spec``), ``paired``, ``lambda1``, ``lambda2`` and ``pvl``;
+    ``augmentation``: the trainer's (the student's; CLIP rows use "none", the global view); ``probes``: whether
+    its evaluation runs the probes (the claims on zero-shot alone skip them; "class_a" and "coverage" rows never
+    do). Rows that train and evaluate the same thing are equal whatever their labels."""
+
+    label: str = field(compare=False)
+    method: str
+    data: str
+    role: str = "student"
+    texts: str = "own"
+    paired: bool = False
+    lambda1: float = LAMBDA1
+    pvl: str = "intra"
+    augmentation: str = "rrc"
+    lambda2: float = 0.0
+    coverage: str = ""  # data "coverage": a level of COVERAGE_LEVELS (its CR images per held-out colour)
+    probes: bool = True  # evaluate the probes (linear, k-NN, clustering) besides zero-shot
+
+
+def _clip(label: str, data: str, role: str = "student") -> Row:
+    return Row(label, "clip", data, role=role, augmentation="none")
+
+
+# the teacher's claims read its zero-shot only (D1's table shows it as the ceiling): no probes
+TEACHER = replace(_clip("teacher (rn-small CLIP)", "big", role="teacher"), probes=False)
+C_BIG = _clip("C_big (rn-tiny CLIP, teacher's data)", "big")
+# the rows whose claims read zero-shot only (D1_small, D3, D11_texts) skip the probes
+C_SMALL = replace(_clip("C_small (rn-tiny CLIP, image corpus + its captions)", "corpus"), probes=False)
+STUDENT = Row("student (DIME-FM, captions)", "dimefm", "corpus")
+PAIRED = replace(STUDENT, label="student, paired loading", paired=True)
+AUG_OFF = replace(STUDENT, label="student, augmentation off", augmentation="off", probes=False)
+AUG_HEAVY = replace(STUDENT, label="student, heavy augmentation (simclr)", augmentation="simclr", probes=False)
+CONSTRUCTED = replace(STUDENT, label="student (DIME-FM, constructed corpus)", texts="constructed", probes=False)
+BENCHMARK = [TEACHER, C_BIG, C_SMALL, STUDENT, PAIRED, AUG_OFF, AUG_HEAVY, CONSTRUCTED]
+AUGMENTATION_ROWS = [AUG_OFF, STUDENT, AUG_HEAVY]
+
+SETTINGS = {"covered": "(1) covered: S_A captions", "independent": "(2) independent: S_B captions",
+            "partial": "(3) partially covered: S_B captions + S_A prompts"}
+
+
+def sweep_row(setting: str, lambda1: float, pvl: str = "intra", lambda2: float = 0.0) -> Row:
+    """The Supp G student of ``setting`` (a key of ``SETTINGS``) at ``lambda1`` (and ``lambda2``)."""
+    if setting not in SETTINGS:
+        raise ValueError(f"setting must be one of {sorted(SETTINGS)}, got {setting!r}")
+    label = (f"{setting}, lambda1 = {lambda1}" + ("" if pvl == "intra" else f", {pvl}-batch")
+             + ("" if lambda2 == 0 else f", lambda2 = {lambda2}"))
+    return Row(label, "dimefm", "class_a", texts=setting, lambda1=lambda1, pvl=pvl, lambda2=lambda2, probes=False)
+
+
+SWEEP = {s: [sweep_row(s, lam) for lam in LAMBDA1_SWEEP] for s in ("covered", "independent")}
+PARTIAL = sweep_row("partial", 0.0)  # D9: setting (3) with L_vl only
+# D8: inter-batch pseudo texts at the default lambda1
+INTER = {s: sweep_row(s, LAMBDA1, pvl="inter") for s in ("covered", "independent")}
+# D10 (Fig. 5(b)): lambda2 at lambda1 = 0 in settings (1) and (2) (lambda2 = 0 is the lambda1 sweep's row), and
+# lambda2 = 1 at lambda1 = 0.3 in setting (1) ("less effective together with L_p-vl", main Tab. 1)
+LAMBDA2 = {s: [sweep_row(s, 0.0, lambda2=lam) for lam in LAMBDA2_SWEEP] for s in ("covered", "independent")}
+LAMBDA2_WITH_PVL = [sweep_row("covered", LAMBDA1, lambda2=lam) for lam in (0.0, 1.0)]
+COMPONENTS = list(dict.fromkeys([*SWEEP["covered"], *SWEEP["independent"], PARTIAL, *INTER.values(),
+                                 *LAMBDA2["covered"], *LAMBDA2["independent"], *LAMBDA2_WITH_PVL]))
+
+
+COVERAGE_LEVELS = ("none", "few", "some", "many")
+# the coverage page's default levels: "some" (100 CR images at laptop scale, 71 s of runs) is left out for the
+# chapter's 20-minute budget; the notebook's ``levels`` parameter adds it back
+DEFAULT_COVERAGE_LEVELS = ("none", "few", "many")
+
+
+def coverage_row(method: str, level: str) -> Row:
+    """D4/D5: the student ("dimefm") or C_small ("clip") on the coverage corpus at ``level`` (a key of
+    ``COVERAGE_LEVELS``: the scale's ``coverage_counts`` gives its CR images per held-out colour)."""
+    if level not in COVERAGE_LEVELS:
+        raise ValueError(f"level must be one of {COVERAGE_LEVELS}, got {level!r}")
+    if method == "dimefm":
+        return Row(f"student, {level} CR images", "dimefm", "coverage", coverage=level, probes=False)
+    if method == "clip":
+        return Row(f"C_small, {level} CR images", "clip", "coverage", coverage=level, augmentation="none",
+                   probes=False)
+    raise ValueError(f"method must be 'dimefm' or 'clip', got {method!r}")
+
+
+COVERAGE = {name: {level: coverage_row(method, level) for level in COVERAGE_LEVELS}
+            for name, method in (("student", "dimefm"), ("C_small", "clip"))}
+COVERAGE_NONE = COVERAGE["student"]["none"]  # D4: the student without CR images of the held-out colours
+FEW, MANY = "few", "many"  # D5's two levels
+COVERAGE_ROWS = [*COVERAGE["student"].values(), *COVERAGE["C_small"].values()]
+
+
+def resolve_levels(levels: Any) -> list[str]:
+    """The coverage notebook's ``levels`` parameter: ``None`` is ``DEFAULT_COVERAGE_LEVELS``; otherwise a list of
+    ``COVERAGE_LEVELS`` names (papermill may pass it as a string), returned in increasing coverage."""
+    if levels is None:
+        return list(DEFAULT_COVERAGE_LEVELS)
+    if isinstance(levels, str):
+        import ast
+
+        try:
+            levels = ast.literal_eval(levels)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"levels must be a list of {list(COVERAGE_LEVELS)}, got {levels!r}") from None
+    if not isinstance(levels, (list, tuple)) or not levels or any(level not in COVERAGE_LEVELS for level in levels):
+        raise ValueError(f"levels must be a non-empty list of {list(COVERAGE_LEVELS)}, got {levels!r}")
+    return [level for level in COVERAGE_LEVELS if level in levels]
+
+
+def _data(row: Row, sizes: dict[str, Any]) -> tuple[int, float, int, dict[str, Any]]:
+    """(train size, epochs, world seed, world knobs) of ``row``'s data."""
+    if row.data == "big":
+        return sizes["teacher_size"], sizes["teacher_epochs"], SEEDS["big"], WORLD_KNOBS
+    if row.data == "corpus":
+        return sizes["corpus_size"], sizes["unit_epochs"], SEEDS["corpus"], WORLD_KNOBS
+    if row.data == "class_a":
+        return sizes["sweep_size"], sizes["unit_epochs"], SEEDS["class_a"], CLASS_A_KNOBS
+    if row.data == "coverage":
+        return sizes["coverage_size"], sizes["unit_epochs"], SEEDS["corpus"], COVERAGE_KNOBS
+    raise ValueError(f"row.data must be 'big', 'corpus', 'class_a' or 'coverage', got {row.data!r}")
+
+
+def cr_images(row: Row, scale: str) -> int:
+    """CR images per held-out colour in ``row``'s image corpus at ``scale`` (0 for rows off the coverage corpus)."""
+    return CHAPTER_SCALES[scale]["coverage_counts"][row.coverage] if row.data == "coverage" else 0
+
+
+def world_mix(row: Row, scale: str) -> list[dict[str, Any]]:
+    """The CR images of a coverage row (``data.training.check_world_mix``): ``cr_images`` per held-out colour."""
+    k = cr_images(row, scale)
+    return [{"n": k * len(HELD_OUT), "seed": SEEDS["coverage"], "knobs": CR_KNOBS}] if k else []
+
+
+def prompt_repeats(sizes: dict[str, Any]) -> int:
+    """How often setting (3)'s 12 prompts are repeated so that they make ``PROMPT_SHARE`` of its texts."""
+    n = sizes["sweep_size"]
+    return max(1, round(PROMPT_SHARE * n / (1 - PROMPT_SHARE) / len(SHAPE_SET_A)))
+
+
+def text_spec(texts: str, scale: str) -> Any:
+    """The DIME-FM ``texts`` argument (a corpus spec of ``vlp_lib.data.corpora``, or "own") of a row's ``texts``."""
+    sizes = CHAPTER_SCALES[scale]
+    pool = {"kind": "union", "parts": [
+        {"kind": "nlp", "n": sizes["pool_size"], "seed": SEEDS["nlp"]},
+        {"kind": "captions", "n": sizes["pool_size"], "seed": SEEDS["pool_captions"], "world_knobs": WORLD_KNOBS}]}
+    n = sizes["sweep_size"]
+    independent = {"kind": "captions", "n": n, "seed": SEEDS["independent"], "world_knobs": CLASS_B_KNOBS}
+    specs = {
+        "own": "own",
+        # the Algorithm 1 stand-in: the teacher-nearest pool sentence of each of the first `queries` images
+        "constructed": {"kind": "constructed", "queries": sizes["queries"], "pool": pool},
+        "covered": {"kind": "captions", "n": n, "seed": SEEDS["covered"], "world_knobs": CLASS_A_KNOBS},
+        "independent": independent,
+        "partial": {"kind": "union", "parts": [independent, {
+            "kind": "prompts", "classnames": list(SHAPE_SET_A) * prompt_repeats(sizes),
+            "template": PROMPT_TEMPLATE}]},
+    }
+    if texts not in specs:
+        raise ValueError(f"texts must be one of {sorted(specs)}, got {texts!r}")
+    return specs[texts]
+
+
+def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
+    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute). A
+    DIME-FM row carries its teacher's full config (``TEACHER`` at ``TEACHER_SEED``) in ``method_kwargs``."""
+    scale_defaults(scale)
+    sizes = CHAPTER_SCALES[scale]
+    size, epochs, world_seed, knobs = _data(row, sizes)
+    steps = int(epochs * (size // sizes["batch_size"]))
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    if row.method == "dimefm":
+        kwargs = {"teacher": config(TEACHER, scale, TEACHER_SEED), "texts": text_spec(row.texts, scale),
+                  "paired": row.paired, "lambda1": row.lambda1, "lambda2": row.lambda2, "pvl": row.pvl}
+        extra["weight_decay"] = STUDENT_WEIGHT_DECAY
+    elif row.method != "clip":
+        raise ValueError(f"row.method must be 'clip' or 'dimefm', got {row.method!r}")
+    return experiment.make_config(
+        scale, method=row.method, seed=seed, model=MODELS[scale][row.role], train_size=size, world_seed=world_seed,
+        world_knobs=knobs, world_mix=world_mix(row, scale), epochs=epochs, batch_size=sizes["batch_size"],
+        augmentation=row.augmentation, lr=sizes["lr"], warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
+        task_train=sizes["task_train"], task_test=sizes["task_test"], retrieval_images=sizes["retrieval_images"],
+        eval_tasks={"class_a": SWEEP_EVAL, "coverage": COVERAGE_EVAL}.get(row.data, FULL_EVAL),
+        eval_probes=row.probes, method_kwargs=kwargs, **extra)
+
+
+def resolve_seeds(scale: str, seeds: Any) -> list[int]:
+    """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
+    scale_defaults(scale)
+    return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
+
+
+# The per-class zero-shot top-1 the suite stores (``tasks.TASKS[...]["per_class"]``): per colour for D4/D5's
+# coverage, per shape for D4's teacher comparison
+PER_COLOUR, PER_SHAPE = "colour/zeroshot_top1/", "shapes24/zeroshot_top1/"
+HELD_OUT_ZS, SEEN_ZS = "colour/zeroshot_top1:held_out", "colour/zeroshot_top1:seen"
+SHAPE_KEYS = tuple(PER_SHAPE + s for s in vocab.SHAPES)  # D4's per-shape values, in ``vocab.SHAPES`` order
+
+
+def with_coverage_metrics(records: list[dict]) -> list[dict]:
+    """``records`` with ``HELD_OUT_ZS`` / ``SEEN_ZS`` added to the metrics of those evaluated per colour: the mean
+    per-colour zero-shot top-1 over ``HELD_OUT`` / ``SEEN`` (each colour weighs the same; a colour without test
+    images, possible in a small test split, is left out)."""
+    for record in records:
+        m = record["metrics"]
+        if any(key.startswith(PER_COLOUR) for key in m):
+            for key, colours in ((HELD_OUT_ZS, HELD_OUT), (SEEN_ZS, SEEN)):
+                values = [m[PER_COLOUR + c] for c in colours if PER_COLOUR + c in m]
+                m[key] = float(np.mean(values)) if values else float("nan")
+    return records
+
+
+def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
+    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``. The
+    teacher is trained once (``TEACHER_SEED``) whatever ``seeds``: its entry holds that one record."""
+    teacher = [r for r in rows if r == TEACHER]
+    out: dict[Row, list[dict]] = {}
+    if teacher:
+        out[TEACHER] = [experiment.run(config(TEACHER, scale, TEACHER_SEED), progress=progress)]
+    out.update(plan.run_rows([r for r in rows if r != TEACHER], config, scale, seeds, progress))
+    return {row: with_coverage_metrics(records) for row, records in out.items()}
+
+
+def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
+    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
+    records = plan.stored(row, config, scale, [TEACHER_SEED] if row == TEACHER else
+                          (seeds or resolve_seeds(scale, None)))
+    return None if records is None else with_coverage_metrics(records)
+
+
+def training_seconds(records: Sequence[dict]) -> float:
+    """Mean training time of a row's runs (seconds)."""
+    return sum(r["timings"].get("training", 0.0) for r in records) / len(records)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# D6: MMD among the image, caption, NLP and constructed corpora in the teacher's joint space (no training)
+
+def mmd_config(scale: str = "laptop") -> dict[str, Any]:
+    """The key of the MMD record in the results store: the teacher's config, every corpus and the sampling."""
+    sizes = CHAPTER_SCALES[scale]
+    return {"scale": scale, "teacher": config(TEACHER, scale, TEACHER_SEED),
+            "image_corpus": {"n": sizes["mmd_pool"], "seed": SEEDS["corpus"], "world_knobs": WORLD_KNOBS},
+            "nlp": {"n": sizes["mmd_pool"], "seed": SEEDS["nlp"]},
+            "constructed": text_spec("constructed", scale), "samples": sizes["mmd_samples"],
+            "draws": sizes["mmd_draws"], "kernels": list(MMD_KERNELS)}
+
+
+def teacher_model(scale: str = "laptop") -> tuple[Any, Any, dict]:
+    """The trained teacher (eval mode), its tokenizer and its record (trained first if not stored)."""
+    record = experiment.run(config(TEACHER, scale, TEACHER_SEED))
+    model, tokenizer = experiment.load_trained(record)
+    return model, tokenizer, record
+
+
+def teacher_zero_shot(scale: str = "laptop", task: str = "shapesA") -> float:
+    """The teacher's own zero-shot top-1 on ``task``'s test split at the chapter's ``task_test`` size: the ceiling
+    of the Supp G students (the teacher run's suite does not evaluate ``shapesA``). Computed, not stored."""
+    from vlp_lib.data import tasks as task_lib
+    from vlp_lib.eval import zero_shot_accuracy
+
+    model, tokenizer, _ = teacher_model(scale)
+    test = task_lib.load_task(task, "test", n=CHAPTER_SCALES[scale]["task_test"], scale=scale)
+    return zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates)["top1"]
+
+
+def constructed_corpus(scale: str, model: Any, tokenizer: Any, image_features: Any | None = None) -> list[str]:
+    """The constructed corpus of ``text_spec("constructed")`` (the Algorithm 1 stand-in) with the teacher ``model``:
+    the teacher-nearest pool sentence of each of the first ``queries`` images of the image corpus, deduplicated
+    (``corpora.build_corpus`` on the teacher's unnormalised features, as the DIME-FM method builds it).
+    ``image_features``: the teacher's (unnormalised) features of at least those images, if already computed."""
+    from vlp_lib.data.world import generate
+    from vlp_lib.eval import encode_images, encode_texts
+
+    spec = text_spec("constructed", scale)
+    if image_features is None or len(image_features) < spec["queries"]:
+        images = generate(spec["queries"], seed=SEEDS["corpus"], image_size=config(STUDENT, scale)["image_size"],
+                          **WORLD_KNOBS).images
+        image_features = encode_images(model, images)
+    return corpora.build_corpus(spec, query_features=image_features,
+                                encode=lambda texts: encode_texts(model, tokenizer, list(texts)))
+
+
+def mmd_record(scale: str = "laptop", compute: bool = True) -> dict | None:
+    """D6's record (``mmd.corpus_mmd``): ``metrics["mmd2"][kernel][draw]`` is the 4 x 4 unbiased MMD^2 matrix of
+    ``mmd.MMD_SETS`` (teacher space, L2-normalised, ``samples`` rows of each set per draw). Computed and stored when
+    missing (``compute``: loads the teacher, trained first if not stored), else ``None`` when not stored."""
+    return mmd.corpus_mmd_record(mmd_config(scale), compute)
+
+
+def mmd_frames(record: dict) -> dict[str, list[pd.DataFrame]]:
+    """``{kernel: [MMD^2 DataFrame per draw]}`` of an MMD record."""
+    sets = record["metrics"]["sets"]
+    return {k: [pd.DataFrame(m, index=sets, columns=sets) for m in draws]
+            for k, draws in record["metrics"]["mmd2"].items()}
+
+
+def mds_2d(distance: Any, seed: int = 0) -> np.ndarray:
+    """Metric MDS (scikit-learn) of a symmetric dissimilarity matrix into 2-d: ``[n, 2]``. scikit-learn 1.8
+    renamed ``dissimilarity="precomputed"`` to ``metric="precomputed"`` (and warns about the old name and the
+    default ``init``); both spellings are served."""
+    from sklearn.manifold import MDS
+
+    d = np.asarray(distance, dtype=np.float64)
+    if "metric_mds" in MDS().get_params():  # scikit-learn >= 1.8
+        mds = MDS(n_components=2, metric="precomputed", init="classical_mds", random_state=seed)
+    else:
+        mds = MDS(n_components=2, dissimilarity="precomputed", n_init=4, random_state=seed)
+    return mds.fit_transform(d)
+
+
+MMD_CHECKS = {
+    "gap": "min image-text MMD^2 > max text-text MMD^2",
+    "captions": "MMD^2(constructed, captions) < MMD^2(NLP, captions)",
+    "images": "MMD^2(constructed, images) < MMD^2(NLP, images)",
+}
+
+
+def mmd_check(frame: pd.DataFrame, check: str) -> tuple[bool, bool]:
+    """Whether ``check`` (a key of ``MMD_CHECKS``) holds on one MMD^2 matrix, and whether its opposite does."""
+    texts = ["captions", "NLP", "constructed"]
+    if check == "gap":
+        image_text = min(frame.loc["images", t] for t in texts)
+        text_text = max(frame.loc[a, b] for i, a in enumerate(texts) for b in texts[i + 1:])
+        return image_text > text_text, image_text < text_text
+    other = {"captions": "captions", "images": "images"}[check]
+    a, b = frame.loc["constructed", other], frame.loc["NLP", other]
+    return a < b, a > b
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the chapter's claims, as data (spec section 2.1; ids D1-D11), judged on runs (nothing is trained here)
+
+CLAIM_NOTEBOOKS = ("benchmark", "components", "coverage")
+# the kinds of ``vlp_lib.book.claims.Claim`` the chapter uses: "direction" (``better`` beats ``reference``,
+# ``report.VERDICT_RULE``), "equivalence" (within ``margin``, ``report.EQUIVALENCE_RULE``), "noninferiority"
+# (``better`` not below ``reference`` by more than ``margin``), "best_of" (the best of ``candidates`` by seed-mean
+# beats ``reference``, VERDICT_RULE), "interaction" (the per-seed sum of ``terms``, each (sign, row, metric), is
+# above 0 by VERDICT_RULE: a difference of differences), "correlation" (``better``'s per-shape zero-shot on
+# shapes24, ``SHAPE_KEYS``, follows ``reference``'s: Spearman's rho > 0 in every seed; with a ``control`` row,
+# rho(reference) - rho(control) by VERDICT_RULE), "every_draw" (``mmd_check`` ``check`` in every kernel and draw
+# of D6's record) or "not_run" (planned, not run: ``reason``). ``paper_effect``: the paper's difference in
+# points / 100, where it gives one.
+KINDS = ("direction", "equivalence", "noninferiority", "best_of", "interaction", "correlation", "every_draw",
+         "not_run")
+PAPER = "DIME-FM"
+ZS7, IN1K, LP7, SHAPES_A, ROBUST = ("avg7/zeroshot_top1", "shapes_colours/zeroshot_top1", "avg7/linear",
+                                     "shapesA/zeroshot_top1", "robust4/zeroshot_top1")
+
+
+def _pp(better: float, reference: float, where: str) -> tuple[str, float]:
+    pp = round(better - reference, 2)
+    return f"{pp:+.2f} pp ({where}: {better} vs {reference})", pp / 100
+
+
+def _claims() -> list[Claim]:
+    t2, t4, readme = paper.TABLE2, paper.TABLE4, paper.README["NLP texts"]
+    d2 = {c: _pp(t2["Paired"][i], t2["Unpaired"][i], f"Supp Tab. 2, GCC-3M, paired vs unpaired {c}")
+          for i, c in enumerate(paper.TABLE2_COLUMNS)}
+    captions = paper.table4_average("Distill-ViT-B/32 (Captions)")
+    nlp = paper.table4_average("Distill-ViT-B/32 (NLP Texts)")
+    clip_b32 = paper.table4_average("CLIP-ViT-B/32")
+    imagenet = paper.TABLE3["Imagenet"]
+    sweep = {s: {r.lambda1: r for r in rows} for s, rows in SWEEP.items()}
+    claims = [
+        Claim("D1", "The student matches CLIP of its size trained on the teacher's data (zero-shot, within 2 pp)",
+              "Supp E; README", "equivalence", ZS7,
+              *_pp(paper.SUPP_E["Distill-ViT-B/32"], paper.SUPP_E["CLIP-ViT-B/32"], "Supp E, 18 ELEVATER sets"),
+              notebook="benchmark", better=STUDENT, reference=C_BIG, margin=MARGINS["D1"]),
+        Claim("D1_in1k", "... on the ImageNet stand-in (shapes_colours zero-shot, within 2 pp)", "README; Supp Tab. 3",
+              "equivalence", IN1K,
+              f"+{readme[0] - paper.CLIP_B32_IN1K:.1f} pp (README {readme[0]} vs CLIP-ViT-B/32 {paper.CLIP_B32_IN1K},"
+              f" OpenAI's number); Supp Tab. 3 gives the student {imagenet[1]} "
+              f"({imagenet[1] - paper.CLIP_B32_IN1K:+.1f})", None,
+              notebook="benchmark", better=STUDENT, reference=C_BIG, margin=MARGINS["D1"]),
+        Claim("D1_linear", "... on the linear probe (avg7 linear, within 2 pp)", "README; abstract", "equivalence",
+              LP7, f"ELEVATER LP {readme[2]} (README); CLIP-ViT-B/32's is not in our sources ('on par', abstract)",
+              None, notebook="benchmark", better=STUDENT, reference=C_BIG, margin=MARGINS["D1"]),
+        Claim("D1_small", "The student beats CLIP trained contrastively on its own (paired) image corpus",
+              "Supp E, Fig. 3(b); Supp Tab. 3", "direction", ZS7,
+              *_pp(imagenet[4], imagenet[3], "Swin-T on IN-21K, ImageNet: DIME-FM vs UniCL*"),
+              notebook="benchmark", better=STUDENT, reference=C_SMALL),
+        Claim("D2", "Paired loading gives no gain over unpaired loading (zero-shot, within 1 pp)", "Supp D, Tab. 2",
+              "equivalence", ZS7, *d2["ELEVATER ZS"], notebook="benchmark", better=PAIRED, reference=STUDENT,
+              margin=MARGINS["D2"]),
+        Claim("D2_in1k", "... on the ImageNet stand-in (within 1 pp)", "Supp D, Tab. 2", "equivalence", IN1K,
+              *d2["IN-1K ZS"], notebook="benchmark", better=PAIRED, reference=STUDENT, margin=MARGINS["D2"]),
+        Claim("D2_linear", "... on the linear probe (within 1 pp)", "Supp D, Tab. 2", "equivalence", LP7,
+              *d2["ELEVATER LP"], notebook="benchmark", better=PAIRED, reference=STUDENT, margin=MARGINS["D2"]),
+        Claim("D3", "Basic augmentation (crop, flip) beats heavy augmentation for the student", "Supp A.1",
+              "direction", ZS7, "no numbers ('more advanced data augmentations ... harm the distillation')", None,
+              notebook="benchmark", better=STUDENT, reference=AUG_HEAVY),
+        Claim("D4", "The student falls behind CLIP of its size where its images hold no conceptually related (CR) "
+                    "image: its deficit on the held-out colours exceeds its deficit on the seen ones",
+              "Supp E, Fig. 3(a)", "interaction", "colour per-colour zero-shot: seen - held-out",
+              "worse on 5 of 21 sets (PCam, MNIST, FER-2013, Cars, KITTI): few CR images or a poor teacher", None,
+              notebook="coverage", terms=((1, COVERAGE_NONE, SEEN_ZS), (-1, C_BIG, SEEN_ZS),
+                                          (-1, COVERAGE_NONE, HELD_OUT_ZS), (1, C_BIG, HELD_OUT_ZS))),
+        Claim("D4_teacher", "The student is poor where its teacher is poor: its per-shape zero-shot follows the "
+                            "teacher's (Spearman rho > 0 in every seed)", "Supp E, Fig. 3(a)", "correlation",
+              "shapes24 per-shape zero-shot", "PCam, KITTI: the teacher itself is poor", None,
+              notebook="coverage", better=STUDENT, reference=TEACHER, keys=SHAPE_KEYS, percent=False),
+        Claim("D4_teacher_vs_clip", "... and follows its teacher more than it follows a CLIP of its size trained on "
+                                    "the teacher's data (rho(teacher) - rho(C_big))", "Supp E, Fig. 3(a) (our control)",
+              "correlation", "shapes24 per-shape zero-shot", "no such control in the paper", None,
+              notebook="coverage", better=STUDENT, reference=TEACHER, control=C_BIG, keys=SHAPE_KEYS,
+              percent=False),
+        Claim("D5_none", "Without CR images of a concept, distillation beats contrastive training on the same images",
+              "Supp E, Fig. 3(b, c); Supp Tab. 3", "direction", HELD_OUT_ZS,
+              f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images (IN-21K: DIME-FM vs UniCL*)",
+              (imagenet[4] - imagenet[3]) / 100, notebook="coverage", better=COVERAGE["student"]["none"],
+              reference=COVERAGE["C_small"]["none"]),
+        Claim("D5", "With few CR images (10 per held-out colour), distillation beats contrastive training on the "
+                    "same images", "Supp E, Fig. 3(b, c); Supp Tab. 3", "direction", HELD_OUT_ZS,
+              "no point at a few CR images; the gains shrink as CR images grow (ImageNet +8.1 pp with IN-21K, "
+              "+1.3 pp with YFCC-14M added)", None, notebook="coverage", better=COVERAGE["student"][FEW],
+              reference=COVERAGE["C_small"][FEW]),
+        Claim("D5_gap", "... and by more than with many CR images (1,000 per held-out colour)",
+              "Supp E, Fig. 3(b, c); Supp Tab. 3", "interaction", HELD_OUT_ZS,
+              f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images, +{imagenet[7] - imagenet[6]:.1f} pp "
+              "with 1.3M (+ YFCC); the gaps shrink on 13 of 19 sets, grow on 6", None, notebook="coverage",
+              terms=((1, COVERAGE["student"][FEW], HELD_OUT_ZS), (-1, COVERAGE["C_small"][FEW], HELD_OUT_ZS),
+                     (-1, COVERAGE["student"][MANY], HELD_OUT_ZS), (1, COVERAGE["C_small"][MANY], HELD_OUT_ZS))),
+        Claim("D6a", "A clear modality gap: every image-text MMD exceeds every text-text MMD",
+              "Supp F, Fig. 4", "every_draw", "MMD^2 (teacher space)", "values only in the figure", None,
+              notebook="components", check="gap"),
+        Claim("D6b", "The constructed corpus is closer to the captions than the NLP corpus is", "Supp F, Fig. 4",
+              "every_draw", "MMD^2 (teacher space)", "values only in the figure", None, notebook="components",
+              check="captions"),
+        Claim("D6c", "The constructed corpus is closer to the image corpus than the NLP corpus is",
+              "Supp F, Fig. 4", "every_draw", "MMD^2 (teacher space)", "values only in the figure", None,
+              notebook="components", check="images"),
+    ]
+    for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
+        claims += [
+            Claim(f"D7_{setting}", f"L_p-vl helps: lambda1 in {{0.3, 0.9}} beats lambda1 = 0, setting {name}",
+                  "Supp G, Fig. 5(a)", "best_of", SHAPES_A, "curves only ('lambda1 <= 0.9 ... better ... in all "
+                  "three settings')", None, notebook="components", reference=sweep[setting][0.0],
+                  candidates=(sweep[setting][0.3], sweep[setting][0.9])),
+            Claim(f"D7_drop_{setting}", f"A dramatic drop at lambda1 = 1 (0.9 beats 1.0), setting {name}",
+                  "Supp G, Fig. 5(a)", "direction", SHAPES_A, "curves only ('dramatic performance drop')", None,
+                  notebook="components", better=sweep[setting][0.9], reference=sweep[setting][1.0]),
+        ]
+    for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
+        claims.append(Claim(f"D8_{setting}", f"Intra-batch pseudo texts beat inter-batch ones, setting {name}",
+                            "Supp G", "direction", SHAPES_A, "curves only", None, notebook="components",
+                            better=sweep[setting][LAMBDA1], reference=INTER[setting]))
+    claims += [
+        Claim("D9", "L_p-vl without class names (setting 2, lambda1 = 0.3) beats class-name prompts with L_vl "
+                    "only (setting 3, lambda1 = 0)", "Supp G, Fig. 5(a)", "direction", SHAPES_A,
+              "curves only ('lambda1 > 0 in setting (2) is better than ... lambda1 = 0 in setting (3)')", None,
+              notebook="components", better=sweep["independent"][LAMBDA1], reference=PARTIAL),
+    ]
+    udist = {st: {r.lambda2: r for r in rows} for st, rows in LAMBDA2.items()}
+    with_pvl = {r.lambda2: r for r in LAMBDA2_WITH_PVL}
+    for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
+        claims += [
+            Claim(f"D10_{setting}", f"L_udist helps zero-shot: lambda2 = 1 beats lambda2 = 0 (lambda1 = 0), "
+                                    f"setting {name}", "Supp G, Fig. 5(b)", "direction", SHAPES_A,
+                  "curves only ('L_udist ... improves the zero-shot performance on ELEVATER')", None,
+                  notebook="components", better=udist[setting][1.0], reference=udist[setting][0.0]),
+            Claim(f"D10_in1k_{setting}", f"Large lambda2 hurts the ImageNet stand-in: the better of lambda2 in "
+                                         f"{{0, 1}} beats lambda2 = 5, setting {name}", "Supp G, Fig. 5(b)",
+                  "best_of", IN1K, "curves only ('a large lambda2 hurts ... ImageNet')", None, notebook="components",
+                  reference=udist[setting][5.0], candidates=(udist[setting][0.0], udist[setting][1.0])),
+        ]
+    claims += [
+        Claim("D10_setting", "L_udist helps more in setting (2) than in (1): gain(lambda2 = 1) in (2) minus in (1)",
+              "Supp G, Fig. 5(b)", "interaction", SHAPES_A, "curves only ('more effective in setting (2)')", None,
+              notebook="components", terms=((1, udist["independent"][1.0], SHAPES_A),
+                                            (-1, udist["independent"][0.0], SHAPES_A),
+                                            (-1, udist["covered"][1.0], SHAPES_A), (1, udist["covered"][0.0], SHAPES_A))),
+        Claim("D10_with_pvl", "L_udist helps less together with L_p-vl: gain(lambda2 = 1) at lambda1 = 0 minus at "
+                              "lambda1 = 0.3, setting (1)", "main Tab. 1 (via the fact sheet); Supp G", "interaction",
+              SHAPES_A, "main Tab. 1, not in our sources", None, notebook="components",
+              terms=((1, udist["covered"][1.0], SHAPES_A), (-1, udist["covered"][0.0], SHAPES_A),
+                     (-1, with_pvl[1.0], SHAPES_A), (1, with_pvl[0.0], SHAPES_A))),
+        Claim("D11", "The student is as robust as CLIP of its size (robust4 zero-shot, not below by 1 pp)",
+              "Supp Tab. 4", "noninferiority", ROBUST,
+              *_pp(round(captions, 2), round(clip_b32, 2), "Supp Tab. 4, captions student vs CLIP-ViT-B/32"),
+              notebook="benchmark", better=STUDENT, reference=C_BIG, margin=NONINFERIORITY_MARGIN),
+        Claim("D11_texts", "Selected (constructed) texts give a more robust student than captions",
+              "Supp Tab. 4", "direction", ROBUST,
+              *_pp(round(nlp, 2), round(captions, 2), "Supp Tab. 4 from its cells (printed 50.2 vs 49.4)"),
+              notebook="benchmark", better=CONSTRUCTED, reference=STUDENT),
+    ]
+    return claims
+
+
+CLAIMS: list[Claim] = _claims()
+RULES: list[str] = [
+    EQUIVALENCE_RULE + f" Margins: D1 {100 * MARGINS['D1']:.0f} pp, D2 {100 * MARGINS['D2']:.0f} pp. Its 'seeds "
+    "to decide' is the smallest n whose half-width would put the interval inside or outside the margin.",
+    f"'Not below' claims (D11, non-inferiority with a {100 * NONINFERIORITY_MARGIN:.0f} pp margin): reproduced when "
+    "the 95% t interval of the per-seed difference lies above -1 pp, opposite when it lies entirely below -1 pp, "
+    "inconclusive otherwise and with fewer than 2 seeds.",
+    "'Best of' claims (D7, D10_in1k): the candidate with the best seed-mean is compared per seed with the reference "
+    "by the 95% t interval (the choice of the best makes it slightly optimistic).",
+    "Difference-of-differences claims (D4, D5_gap, D10_setting, D10_with_pvl): per seed, the signed sum of four "
+    "values (two paired differences), judged like a difference by the 95% t interval.",
+    "Rank claims (D4_teacher): Spearman's rho between the student's per-shape zero-shot on shapes24 (24 shapes) and "
+    "the teacher's, per student seed: reproduced when rho > 0 in every seed, opposite when rho < 0 in every seed. "
+    "D4_teacher_vs_clip: per seed, rho(teacher) - rho(C_big of the same seed), by the 95% t interval: shapes that "
+    "are hard for any model would make rho(teacher) > 0 by themselves; the control asks for more.",
+    "MMD claims (D6): reproduced when the ordering holds for every kernel (linear, polynomial, RBF) and every "
+    "subsampling draw, opposite when the reverse ordering holds in all of them, inconclusive otherwise.",
+]
+
+
+def per_shape(record: dict) -> np.ndarray:
+    """The per-shape zero-shot top-1 on shapes24 of a record, in ``vocab.SHAPES`` order (NaN for a shape without
+    test images)."""
+    return np.array([record["metrics"].get(PER_SHAPE + s, np.nan) for s in vocab.SHAPES], dtype=float)
+
+
+def shape_correlations(student: Sequence[dict], reference: Sequence[dict]) -> dict[int, float]:
+    """``{seed: Spearman rho}`` between each student record's per-shape zero-shot and the reference record of the
+    same seed (a reference with one record, the teacher, serves every seed): ``claims.rank_correlations``."""
+    return rank_correlations(student, reference, SHAPE_KEYS)
+
+
+def mmd_checks(record: dict | None) -> dict[str, tuple[list[tuple[bool, bool]], int, str]] | None:
+    """D6's checks on the MMD record for ``claims.judge`` ("every_draw" claims): per ``MMD_CHECKS`` key, whether it
+    (and its reverse) holds in each (kernel, draw), and the draws; ``None`` without a record."""
+    if record is None:
+        return None
+    frames = mmd_frames(record)
+    draws = len(frames[MMD_KERNELS[0]])
+    return {check: ([mmd_check(f, check) for k in MMD_KERNELS for f in frames[k]], draws, "(kernel, draw)")
+            for check in MMD_CHECKS}
+
+
+def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = None,
+                 mmd: dict | None = None) -> pd.DataFrame:
+    """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}`` (and the MMD
+    record): the same lines as the scorecard's, indexed by claim id."""
+    return _claims_table(CLAIMS, results, PAPER, notebook, CLAIM_NOTEBOOKS, mmd_checks(mmd))
+
+
+def claims(scale: str = "laptop") -> list[dict[str, Any]]:
+    """Every claim judged on the results store at ``scale`` (the scale's default seeds; trains nothing)."""
+    return judge_stored(CLAIMS, lambda row: stored(row, scale), PAPER, mmd_checks(mmd_record(scale, compute=False)))
+
+
+def not_run_table() -> pd.DataFrame:
+    """The claims this chapter does not run, and why (none at present: the frame is empty)."""
+    lines = [{"id": c.id, "claim": c.text, "source": c.source, "why not run": c.reason}
+             for c in CLAIMS if c.kind == "not_run"]
+    return pd.DataFrame(lines, columns=["id", "claim", "source", "why not run"]).set_index("id")

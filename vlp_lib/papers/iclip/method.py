@@ -1,0 +1,315 @@
+"""iCLIP (Wei et al., CVPR 2023) and its baseline UniCL (Yang et al., CVPR 2022): every batch holds class-only
+labelled images (the ImageNet-21K stand-in, ``vlp_lib.papers.iclip.classes``) beside image-text pairs.
+
+The iCLIP loss is a reconstruction: the main paper is not in our sources (spec 3.2, ``iclip_main_facts.md`` 1.2),
+only the iCAR preprint's abstract (a cosine classifier whose weights are the shared text encoder's features of
+dictionary-enhanced class names) and the supplement's ratio (Supp A, Tab. 1). The readings it leaves open are
+kwargs: the classes in the softmax (``class_set``: all | the batch's), the temperature (``temperature``: CLIP's
+shared one | its own), the batch's alt-texts as extra negatives of class images (``text_negatives``), the class
+text (``definitions``, ``template``, ``text_format``) and the loss weights (``weights``).
+
+Batch (Supp A: "we sample 50% images from both datasets"): B = B_cls + B_it with B_cls = round(r B), drawn by a
+``MixedSampler`` whose epoch counts the pairs' pool, so that ``epochs`` gives the same total samples at every r
+(Supp Tab. 1: ratios "with the same number of samples"). r = 0 is plain CLIP: no class data is built, the default
+sampler orders the pairs and the loss is ``clip_loss`` on the same batch.
+
+iCLIP, per step, with f the image tower and h the text tower (shared by both terms):
+
+    v = f(images), t = h(alt-texts of the pair rows), c = h(class texts)   (class texts re-encoded every step)
+    L = w_clip L_CLIP(v_it, t) + w_cls L_cls(v_cls, c, y)                  (losses.clip, losses.iclip; 1 : 1)
+
+UniCL: one batch of (image, text, label) triples: a class image's text is a random prompt of its class name
+(``data.classes.class_prompt``, no definition), each image-text pair has a label of its own, and
+L = ``losses.iclip.unicl_loss`` with targets 1[y_i = y_j].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vlp_lib.config import check_bool
+from vlp_lib.data import vocab
+from vlp_lib.data.corpora import DEFAULT_TEMPLATE
+from vlp_lib.data.paired import PairedData, concat, tokenize_all
+from vlp_lib.data.sampler import MixedSampler, Sampler
+from vlp_lib.losses.clip import clip_loss
+from vlp_lib.methods.base import Batch, Method, MethodContext
+from vlp_lib.models import clamp_logit_scale_
+from vlp_lib.papers.iclip.classes import (
+    CLASS_TEMPLATES,
+    DEFAULT_TEXT_FORMAT,
+    check_class_data,
+    check_shapes,
+    check_text_format,
+    class_data,
+    class_texts,
+    context_needed,
+)
+from vlp_lib.papers.iclip.loss import class_text_contrast, unicl_loss
+
+# The sources of a mixed batch (``Batch.source``): class-only images first, then image-text pairs.
+CLASS_SOURCE, PAIR_SOURCE = "classes", "pairs"
+NO_CLASS = -1  # ``class_label`` of an image-text pair
+CLASS_SETS = ("all", "batch")  # L_cls's softmax: every class of the class data, or the classes in the batch
+TEMPERATURES = ("shared", "separate")  # L_cls's scale: CLIP's learnable one, or a learnable one of its own
+DEFAULT_WEIGHTS = {"clip": 1.0, "cls": 1.0}  # spec 3.2: L = L_cls + L_CLIP
+INIT_LOGIT_SCALE = math.log(1 / 0.07)  # open_clip's initial temperature, for a separate L_cls scale
+
+
+def check_ratio(ratio: Any) -> float:
+    """``ValueError`` naming ``ratio`` unless it is a share in [0, 1] (r = B_cls / B)."""
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.number)) or not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"ratio must be a share in [0, 1] (class rows per batch), got {ratio!r}")
+    return float(ratio)
+
+
+def check_weights(weights: Any) -> dict[str, float]:
+    """The loss weights, ``DEFAULT_WEIGHTS`` completed by ``weights``: ``ValueError`` naming ``weights`` unless it
+    maps ``"clip"`` / ``"cls"`` to numbers >= 0, not both 0."""
+    if not isinstance(weights, dict):
+        raise ValueError(f"weights must be a dict {{'clip': w, 'cls': w}}, got {weights!r}")
+    unknown = set(weights) - set(DEFAULT_WEIGHTS)
+    if unknown:
+        raise ValueError(f"weights: unknown term(s) {sorted(unknown)}; known: {sorted(DEFAULT_WEIGHTS)}")
+    if any(isinstance(w, bool) or not isinstance(w, (int, float)) or not w >= 0 for w in weights.values()):
+        raise ValueError(f"weights must be numbers >= 0, got {weights!r}")
+    out = {**DEFAULT_WEIGHTS, **{k: float(v) for k, v in weights.items()}}
+    if not any(out.values()):
+        raise ValueError(f"weights: at least one term needs a positive weight, got {out}")
+    return out
+
+
+def split_rows(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+    """The batch positions of its class-only images and of its image-text pairs (``Batch.source``; a batch without
+    sources holds pairs only)."""
+    is_class = np.zeros(len(batch.indices), bool) if batch.source is None else batch.source == CLASS_SOURCE
+    return np.flatnonzero(is_class), np.flatnonzero(~is_class)
+
+
+class ClassMixing(Method):
+    """What iCLIP and UniCL share: the ratio r, the class-only data (``data.classes.class_data``, built by
+    ``arguments`` from ``class_data`` = ``{"n", "seed", "shapes"}``) and the mixed sampler (``training_data``).
+    A subclass names the texts it tokenises beside the captions (``texts``) so that ``check_config`` can refuse a
+    ``context_length`` that would cut them."""
+
+    name = "class-mixing"
+    ARGUMENTS: tuple[str, ...] = ("ratio", "class_data")
+
+    def __init__(self, ratio: float = 0.5, class_source: PairedData | None = None) -> None:
+        super().__init__()
+        self.ratio = check_ratio(ratio)
+        if self.ratio > 0 and class_source is None:
+            raise ValueError("class_source: ratio > 0 needs the class-only data (vlp_lib.papers.iclip.classes.class_data)")
+        if class_source is not None:
+            class_source.check_extra("class_label")
+        self.class_source = class_source
+        self.required_extras = ("class_label",) if self.ratio > 0 else ()
+
+    @classmethod
+    def texts(cls, kwargs: dict[str, Any]) -> list[str]:
+        """The texts this method tokenises besides the training captions (checked against ``context_length``)."""
+        return []
+
+    @classmethod
+    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
+        unknown = set(kwargs) - set(cls.ARGUMENTS)
+        if unknown:
+            raise ValueError(f"method_kwargs: unknown {cls.name} argument(s) {sorted(unknown)}; known: "
+                             f"{list(cls.ARGUMENTS)}")
+        ratio = check_ratio(kwargs.get("ratio", 0.5))
+        if "class_data" in kwargs:
+            check_class_data(kwargs["class_data"])
+        elif ratio > 0:
+            raise ValueError("class_data is required when ratio > 0: {'n': images, 'seed': int, 'shapes': [...]} "
+                             "(the class-only data, vlp_lib.papers.iclip.classes)")
+
+    @classmethod
+    def check_config(cls, config: dict[str, Any]) -> None:
+        """With class rows (r > 0): the class data's seed is not the training world's, r gives each batch at least
+        one row of each source (all class rows at r = 1), and ``context_length`` holds the longest text."""
+        kwargs = config["method_kwargs"]
+        ratio = check_ratio(kwargs.get("ratio", 0.5))
+        if ratio == 0:
+            return
+        spec = check_class_data(kwargs["class_data"])
+        if config["train_data"] == "world" and spec["seed"] == config["world_seed"]:
+            raise ValueError(f"class_data seed ({spec['seed']}) must differ from world_seed: the class-only world "
+                             f"needs its own random draws")
+        batch, rows = config["batch_size"], round(ratio * config["batch_size"])
+        if rows == 0 or (ratio < 1 and rows == batch):
+            raise ValueError(f"ratio {ratio} gives {rows} class rows in a batch of {batch}: r > 0 needs at least one "
+                             f"class row, r < 1 at least one image-text pair")
+        needed = context_needed(cls.texts(kwargs))
+        if needed > config["context_length"]:
+            raise ValueError(f"context_length ({config['context_length']}) would truncate the {cls.name} class texts: "
+                             f"the longest takes {needed} tokens with <sot>/<eot> (spec 3.2: use 32)")
+
+    @classmethod
+    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+        """The class-only data (``class_source``), rendered at the run's image size and tokenised with its
+        tokenizer; none at r = 0."""
+        kwargs = dict(kwargs)
+        spec = kwargs.pop("class_data", None)
+        if check_ratio(kwargs.get("ratio", 0.5)) > 0:
+            kwargs["class_source"] = class_data(spec, context.config["image_size"], context.tokenizer)
+        return kwargs
+
+    def training_data(self, data: PairedData) -> tuple[PairedData, Sampler | None]:
+        """r = 0: the pairs in the default order (plain CLIP). Otherwise the class-only data joined to the pairs
+        (``paired.concat``; the pairs get ``class_label`` = -1) and a ``MixedSampler`` giving each batch
+        ``round(r * B)`` class rows first, its epoch counting the pairs' pool (equal total samples at every r)."""
+        if self.ratio == 0:
+            return data, None
+        pairs = replace(data, extra={**data.extra, "class_label": np.full(len(data), NO_CLASS, np.int64)})
+        merged, pools = concat({CLASS_SOURCE: self.class_source, PAIR_SOURCE: pairs})
+        return merged, MixedSampler(pools, self.ratio, epoch_source=PAIR_SOURCE)
+
+
+class ICLIP(ClassMixing):
+    """iCLIP: L = w_clip L_CLIP (pair rows) + w_cls L_cls (class rows against the class texts, ``losses.iclip``).
+
+    Args:
+        ratio: r, the share of class rows per batch (Supp Tab. 1 sweeps 0.1-0.9; 0.5 the default).
+        class_source: the class-only data (``arguments`` builds it from ``class_data``).
+        class_tokens: the class texts' token ids ``[C, context_length]``, one row per class of ``class_shapes``
+            (``arguments`` builds them from ``definitions``, ``template`` and ``text_format``).
+        class_shapes: the class names in the order of ``class_tokens`` (default: all of ``vocab.SHAPES``).
+        class_set: "all" (every class in the softmax; 24 texts cost nothing) or "batch" (the batch's classes).
+        temperature: "shared" (CLIP's ``logit_scale``) or "separate" (a learnable scale of L_cls's own).
+        text_negatives: the pair rows' alt-texts join the class texts as negatives of the class images.
+        weights: ``{"clip": w, "cls": w}`` (default 1 : 1).
+    """
+
+    name = "iclip"
+    ARGUMENTS = ("ratio", "class_data", "definitions", "template", "text_format", "class_set", "temperature",
+                 "text_negatives", "weights")
+
+    def __init__(self, ratio: float = 0.5, class_source: PairedData | None = None,
+                 class_tokens: torch.Tensor | None = None, class_shapes: Sequence[str] | None = None,
+                 class_set: str = "all", temperature: str = "shared", text_negatives: bool = False,
+                 weights: dict[str, float] | None = None) -> None:
+        super().__init__(ratio, class_source)
+        self._check_choices(class_set, temperature, text_negatives)
+        self.class_set, self.temperature, self.text_negatives = class_set, temperature, text_negatives
+        self.weights = check_weights({} if weights is None else weights)
+        shapes = check_shapes(class_shapes)
+        if self.ratio > 0 and (class_tokens is None or len(class_tokens) != len(shapes)):
+            raise ValueError(f"class_tokens: ratio > 0 needs the token ids of one class text per class "
+                             f"({len(shapes)}), got {None if class_tokens is None else tuple(class_tokens.shape)}")
+        position = torch.full((len(vocab.SHAPES),), -1, dtype=torch.long)  # shape id -> row of class_tokens
+        position[[vocab.SHAPES.index(s) for s in shapes]] = torch.arange(len(shapes))
+        self.register_buffer("class_position", position, persistent=False)
+        tokens = torch.zeros(0, 1, dtype=torch.long) if class_tokens is None else class_tokens.long()
+        self.register_buffer("class_tokens", tokens, persistent=False)
+        self.cls_logit_scale = nn.Parameter(torch.tensor(INIT_LOGIT_SCALE)) if temperature == "separate" else None
+
+    @staticmethod
+    def _check_choices(class_set: Any, temperature: Any, text_negatives: Any) -> None:
+        if class_set not in CLASS_SETS:
+            raise ValueError(f"class_set must be one of {CLASS_SETS}, got {class_set!r}")
+        if temperature not in TEMPERATURES:
+            raise ValueError(f"temperature must be one of {TEMPERATURES}, got {temperature!r}")
+        check_bool("text_negatives", text_negatives)
+
+    @classmethod
+    def texts(cls, kwargs: dict[str, Any]) -> list[str]:
+        """The class texts (``data.classes.class_texts``) of the class data's shapes."""
+        shapes = check_class_data(kwargs["class_data"])["shapes"] if "class_data" in kwargs else None
+        return class_texts(shapes, kwargs.get("definitions", True), kwargs.get("template", DEFAULT_TEMPLATE),
+                           kwargs.get("text_format", DEFAULT_TEXT_FORMAT))
+
+    @classmethod
+    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
+        super().check_kwargs(kwargs, episode_size)
+        cls._check_choices(kwargs.get("class_set", "all"), kwargs.get("temperature", "shared"),
+                           kwargs.get("text_negatives", False))
+        check_weights(kwargs.get("weights", {}))
+        check_text_format(kwargs.get("text_format", DEFAULT_TEXT_FORMAT))
+        cls.texts(kwargs)  # definitions, template
+
+    @classmethod
+    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+        """The class-only data and, with class rows, the class texts' token ids (``class_tokens``) and names."""
+        texts = cls.texts(kwargs)
+        shapes = check_class_data(kwargs["class_data"])["shapes"] if "class_data" in kwargs else None
+        kwargs = super().arguments(kwargs, context)
+        for key in ("definitions", "template", "text_format"):
+            kwargs.pop(key, None)
+        if kwargs.get("class_source") is not None:
+            kwargs.update(class_tokens=tokenize_all(context.tokenizer, texts), class_shapes=check_shapes(shapes))
+        return kwargs
+
+    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        device = batch.images.device
+        class_rows, pair_rows = (torch.as_tensor(r, device=device) for r in split_rows(batch))
+        images = F.normalize(model.encode_image(batch.images), dim=-1)
+        tokens = [batch.texts[pair_rows]]
+        if len(class_rows):
+            shape_ids = torch.as_tensor(batch.side("class_label")[class_rows.cpu().numpy()], device=device)
+            positions = self.class_position[shape_ids]
+            if self.class_set == "batch":  # only the batch's classes, each text encoded once
+                present, labels = torch.unique(positions, return_inverse=True)
+                tokens.append(self.class_tokens[present])
+            else:
+                labels = positions
+                tokens.append(self.class_tokens)
+        # one pass of the shared text tower over the alt-texts and the class texts (re-encoded every step)
+        texts = F.normalize(model.encode_text(torch.cat(tokens)), dim=-1)
+        pair_texts, label_texts = texts[: len(pair_rows)], texts[len(pair_rows):]
+        scale = model.logit_scale.exp()
+        total = torch.zeros((), device=device)
+        logs: dict[str, float] = {"logit_scale": float(scale.detach())}
+        if len(pair_rows):
+            l_clip = clip_loss(images[pair_rows], pair_texts, scale)
+            total = total + self.weights["clip"] * l_clip
+            logs["loss_clip"] = float(l_clip.detach())
+        if len(class_rows):
+            cls_scale = scale if self.cls_logit_scale is None else self.cls_logit_scale.exp()
+            candidates = torch.cat([label_texts, pair_texts]) if self.text_negatives else label_texts
+            l_cls = class_text_contrast(images[class_rows], candidates, labels, cls_scale)
+            total = total + self.weights["cls"] * l_cls
+            logs["loss_cls"] = float(l_cls.detach())
+            if self.cls_logit_scale is not None:
+                logs["cls_logit_scale"] = float(cls_scale.detach())
+        return total, logs
+
+    def after_step(self, model: nn.Module) -> None:
+        clamp_logit_scale_(model.logit_scale)
+        if self.cls_logit_scale is not None:
+            clamp_logit_scale_(self.cls_logit_scale)
+
+
+class UniCL(ClassMixing):
+    """UniCL: ``losses.iclip.unicl_loss`` over the merged batch. A class row's text is its image's random prompt of
+    the class name (``data.classes.class_prompt``: a template drawn per image, no definition) and its label the
+    shape id; a pair's label is its own (``len(vocab.SHAPES)`` + its data index), so pairs have no other
+    positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing``."""
+
+    name = "unicl"
+
+    @classmethod
+    def texts(cls, kwargs: dict[str, Any]) -> list[str]:
+        """Every prompt a class image's caption can be."""
+        shapes = check_shapes(check_class_data(kwargs["class_data"])["shapes"] if "class_data" in kwargs else None)
+        return [t.format(s) for t in CLASS_TEMPLATES for s in shapes]
+
+    def labels(self, batch: Batch) -> torch.Tensor:
+        """Each row's label: the shape id of a class image, ``len(vocab.SHAPES)`` + data index for a pair."""
+        own = torch.as_tensor(len(vocab.SHAPES) + np.asarray(batch.indices, np.int64))
+        class_rows, _ = split_rows(batch)
+        if len(class_rows):
+            label = torch.as_tensor(batch.side("class_label"))
+            own = torch.where(label >= 0, label, own)
+        return own.to(batch.images.device)
+
+    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        out = model(batch.images, batch.texts)
+        loss = unicl_loss(out["image_features"], out["text_features"], self.labels(batch), out["logit_scale"])
+        return loss, {"loss_unicl": float(loss.detach()), "logit_scale": float(out["logit_scale"].detach())}

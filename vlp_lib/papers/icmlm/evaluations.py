@@ -1,0 +1,56 @@
+"""ICMLM's evaluations of a stored run beyond the suite's metrics, each stored beside the run (keyed by its config
+and the evaluation's sizes) with ICMLM's fingerprint: attribute zero-shot learning per layer (Supp C, Tab. 3;
+``zsl.attribute_zsl_layers``) and the proxy task with validation l_tp on held-out captions
+(``method.proxy_metrics``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlp_lib import experiment, runs
+from vlp_lib.papers.icmlm.method import heldout_pairs, proxy_metrics
+from vlp_lib.papers.icmlm.zsl import attribute_zsl_layers
+
+PAPER = runs.paper_of_module(__name__)
+ZSL_KIND, PROXY_KIND = "icmlm_zsl", "icmlm_proxy"
+
+
+def zsl_key(record: dict, layers: int, splits: int, iterations: int) -> dict[str, Any]:
+    return {"run": record["config"], "layers": layers, "splits": splits, "iterations": iterations}
+
+
+def proxy_key(record: dict, captions: int) -> dict[str, Any]:
+    return {"run": record["config"], "captions": captions}
+
+
+def stored(kind: str, key: dict[str, Any]) -> dict | None:
+    """The stored, current record of an evaluation (``zsl_key`` / ``proxy_key``), or ``None``."""
+    return runs.load(kind, key, paper=PAPER)
+
+
+def zsl_metrics(record: dict, layers: int, splits: int, iterations: int) -> dict[str, float]:
+    """Attribute ZSL on the ``layers`` deepest maps of a stored run over ``splits`` seen / unseen splits with
+    ``iterations`` L-BFGS iterations (``zsl.attribute_zsl_layers``), as ``zsl/<map index>/<top1 | seen_top1 |
+    unseen_top1>``; computed once and stored."""
+    def compute() -> dict[str, Any]:
+        c = record["config"]
+        model, _ = experiment.load_trained(record)
+        out = attribute_zsl_layers(model, c["scale"], c["task_train"], c["task_test"], layers, splits,
+                                   max_iter=iterations)
+        return {"metrics": {f"zsl/{m}/{k}": v for m, values in out.items() for k, v in values.items()}}
+
+    key = zsl_key(record, layers, splits, iterations)
+    return runs.cached(ZSL_KIND, key, compute, verbose=False, paper=PAPER)["metrics"]
+
+
+def proxy_record_metrics(record: dict, captions: int) -> dict[str, float]:
+    """The proxy task and validation l_tp of a stored run on ``captions`` held-out captions
+    (``method.proxy_metrics``), as ``proxy/<name>``; computed once and stored."""
+    def compute() -> dict[str, Any]:
+        c = record["config"]
+        model, method, tokenizer, _ = experiment.load_trained_method(record)
+        heldout = heldout_pairs(c, tokenizer, captions)
+        return {"metrics": {f"proxy/{k}": v for k, v in proxy_metrics(model, method, heldout).items()}}
+
+    return runs.cached(PROXY_KIND, proxy_key(record, captions), compute, verbose=False, paper=PAPER)["metrics"]

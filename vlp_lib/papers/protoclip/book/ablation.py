@@ -1,0 +1,312 @@
+"""ProtoCLIP's hyper-parameter ablation (Section IV-D, Fig. 6 (a)-(d)) as a plan of runs.
+
+``make_plan`` validates every parameter (``ValueError`` naming it, before any compute), derives the
+runs of the requested sweeps around the base setting, and ``estimate_seconds`` says how long the runs
+not yet in the results store will take on this machine (``calibrate_rates`` measures it in a few seconds).
+``CLAIMS`` states IV-D's claims about Fig. 6 once, as data; ``claims_table`` judges them by
+``report.VERDICT_RULE``. The base setting follows IV-D: episode = 0.2 of the data
+(paper: 0.2M of 1M), no soft target (hardmax), 10 images per prototype, no external teacher, no
+augmentation beyond the 0.9-1 crop; the training amount (episode size x episodes) is held fixed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from vlp_lib import experiment, runs
+from vlp_lib.book.report import format_test, mean_std, paired_differences, paired_test
+from vlp_lib.config import (
+    as_list,
+    check_bool,
+    check_number,
+    check_positive_int,
+    scale_defaults,
+)
+from vlp_lib.papers.protoclip.book import paper
+from vlp_lib.papers.protoclip.calibration import calibrate_rates, run_seconds
+from vlp_lib.papers.protoclip.teachers import check_teacher, clip_teacher_config
+from vlp_lib.suite import VALIDATION_TASKS
+
+SWEEPS = {
+    "episode_size": "Fig. 6 (a): episode size (ProtoCLIP without L_CLIP)",
+    "target_temperature": "Fig. 6 (b): target temperature tau_y (0 = hardmax)",
+    "images_per_prototype": "Fig. 6 (c): images per prototype (L_Proto + L_CLIP)",
+    "external_teacher": "Fig. 6 (d): external teacher",
+}
+
+# Sizes per scale. Laptop: a 10,240-pair world and 2 epochs of training per run, 160 steps of 128 pairs
+# with the laptop recipe (``vlp_lib.config.SCALES``); every swept episode size (0.1, 0.2, 1.0 of the
+# data) is a multiple of the batch and divides the training amount, so every run trains on exactly the same
+# number of pairs. The learning-rate warm-up is ``WARMUP_FRACTION`` of a run's steps. Three values per sweep (the
+# claimed one, its reference, one more for the figure's shape; the paper's figure has 4-6): the laptop book's
+# 60-minute budget buys three seeds of three values better than fewer seeds of more values.
+ABLATION_SCALES: dict[str, dict[str, Any]] = {
+    "smoke": dict(train_size=128, total_samples=128, batch_size=32, task_train=100, task_test=50,
+                  retrieval_images=30, head_hidden=64, head_dim=32,
+                  episode_fractions=(1.0,), temperatures=(0.0, 0.01), images_per_prototype_values=(5, 10),
+                  teachers=("none", "minilm")),
+    "laptop": dict(train_size=10_240, total_samples=20_480, batch_size=128, task_train=2_000, task_test=1_000,
+                   retrieval_images=200, head_hidden=512, head_dim=64,
+                   episode_fractions=(0.1, 0.2, 1.0), temperatures=(0.0, 0.01, 0.05),
+                   images_per_prototype_values=(5, 10, 50), teachers=("none", "clip", "minilm")),
+    "paper": dict(train_size=1_000_000, total_samples=20_000_000, batch_size=512, task_train=50_000,
+                  task_test=10_000, retrieval_images=5_000, head_hidden=2048, head_dim=128,
+                  episode_fractions=(0.05, 0.1, 0.2, 0.5, 1.0), temperatures=(0.0, 0.001, 0.005, 0.01, 0.05, 0.1),
+                  images_per_prototype_values=(5, 10, 20, 50, 100), teachers=("none", "clip", "minilm")),
+}
+EPISODE_FRACTION = 0.2  # IV-D: 0.2M pairs per episode out of 1M
+WARMUP_FRACTION = 0.05
+
+# The time estimate's rates are measured on the machine at hand (``calibrate_rates``), once per process and
+# setting; the largest K-Means the calibration runs (points), so that it stays within a second or two.
+
+
+@dataclass
+class Run:
+    sweep: str  # "base" or a SWEEPS key
+    value: Any
+    config: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    scale: str
+    base: dict[str, Any]
+    runs: list[Run] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+
+    def unique_configs(self) -> list[dict[str, Any]]:
+        seen: dict[str, dict[str, Any]] = {}
+        for r in self.runs:
+            seen.setdefault(runs.config_hash(r.config), r.config)
+        return list(seen.values())
+
+
+def make_plan(
+    scale: str = "laptop",
+    episode_size: int | None = None,
+    k: int | None = None,
+    images_per_prototype: int = 10,
+    target_temperature: float = 0.0,
+    external_teacher: str = "none",
+    pbt: bool = True,
+    total_samples: int | None = None,
+    seeds: Sequence[int] = (0, 1, 2),
+    sweeps: Sequence[str] = tuple(SWEEPS),
+    train_size: int | None = None,
+) -> Plan:
+    """Every run of the ablation, validated. An ``episode_size`` larger than the scale's world grows
+    the world to fit (the generated world is unbounded); the training amount grows to at least one episode."""
+    scale_defaults(scale)
+    sizes = ABLATION_SCALES[scale]
+    sweeps, seeds = as_list("sweeps", sweeps), as_list("seeds", seeds)
+    for s in sweeps:
+        if s not in SWEEPS:
+            raise ValueError(f"sweeps: unknown sweep {s!r}; known: {list(SWEEPS)}")
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers >= 0, got {seeds!r}")
+    images_per_prototype = check_positive_int("images_per_prototype", images_per_prototype)
+    target_temperature = check_number("target_temperature", target_temperature)
+    check_teacher(external_teacher)
+    pbt = check_bool("pbt", pbt)
+    n = check_positive_int("train_size", train_size if train_size is not None else sizes["train_size"])
+    if episode_size is None:
+        episode_size = max(sizes["batch_size"], int(round(EPISODE_FRACTION * n)))
+    episode_size = check_positive_int("episode_size", episode_size)
+    n = max(n, episode_size)  # the world grows to fit the episode
+    total = check_positive_int("total_samples", total_samples if total_samples is not None else sizes["total_samples"])
+    total = max(total, episode_size)
+    if k is not None:
+        k = check_positive_int("k", k)
+        if k > episode_size:
+            raise ValueError(f"k ({k}) is larger than the episode ({episode_size} pairs)")
+    if episode_size // images_per_prototype < 1:
+        raise ValueError(f"images_per_prototype ({images_per_prototype}) is larger than the episode ({episode_size})")
+    batch = min(sizes["batch_size"], episode_size)
+
+    def config(seed: int, episode: int, clip_weight: float = 1.0, **method: Any) -> dict[str, Any]:
+        # the official recipe's InfoNCE-only first episode, except in the L_Proto-only episode-size sweep
+        # (Fig. 6 (a)), where it would be half of the run at the largest episode and 1/20 at the smallest
+        kwargs = {"head_hidden": sizes["head_hidden"], "head_dim": sizes["head_dim"], "k": k,
+                  "images_per_prototype": images_per_prototype, "target_temperature": target_temperature,
+                  "use_pbt": bool(pbt), "external_teacher": external_teacher, "clip_weight": clip_weight,
+                  "warmup_episodes": 1 if clip_weight else 0}
+        kwargs.update(method)
+        if kwargs["k"] is None:
+            del kwargs["k"]
+        steps = round(total / episode) * (episode // batch)
+        return experiment.make_config(
+            scale, method="protoclip", seed=seed, train_size=n, episode_size=episode, epochs=total / n,
+            batch_size=batch, warmup_steps=max(1, int(WARMUP_FRACTION * steps)),
+            task_train=sizes["task_train"], task_test=sizes["task_test"],
+            retrieval_images=sizes["retrieval_images"], eval_tasks=list(VALIDATION_TASKS), method_kwargs=kwargs)
+
+    plan = Plan(scale=scale, base=dict(episode_size=episode_size, k=k, images_per_prototype=images_per_prototype,
+                                       target_temperature=target_temperature, external_teacher=external_teacher,
+                                       pbt=pbt, total_samples=total, train_size=n), seeds=seeds)
+    for seed in seeds:
+        plan.runs.append(Run("base", None, config(seed, episode_size)))
+        if "episode_size" in sweeps:
+            for f in sizes["episode_fractions"]:
+                e = max(batch, int(round(f * n)))
+                plan.runs.append(Run("episode_size", e, config(seed, e, clip_weight=0.0)))
+        if "target_temperature" in sweeps:
+            for t in sizes["temperatures"]:
+                plan.runs.append(Run("target_temperature", t, config(seed, episode_size, target_temperature=t)))
+        if "images_per_prototype" in sweeps:
+            for ipp in sizes["images_per_prototype_values"]:
+                if episode_size // ipp >= 1:
+                    plan.runs.append(Run("images_per_prototype", ipp,
+                                         config(seed, episode_size, images_per_prototype=ipp, k=None)))
+        if "external_teacher" in sweeps:
+            for teacher in sizes["teachers"]:
+                plan.runs.append(Run("external_teacher", teacher, config(seed, episode_size, external_teacher=teacher)))
+    return plan
+
+
+def estimate_seconds(plan: Plan, rates: dict[str, float] | None = None) -> dict[str, float]:
+    """Wall time of the runs not yet stored, on this machine: ``rates`` measured by ``calibrate_rates`` on the
+    plan's first missing run (seconds; pass ``rates`` to skip it, as the tests do), summed by ``run_seconds`` over
+    the missing runs and the missing CLIP runs that serve as the "clip" teacher (trained at the calibrated CLIP
+    rate, ``rates["clip_train"]``, or ``rates["train"]``). Where some of the plan's runs are stored, the
+    evaluation time is the median of theirs instead of a calibrated one. ``world_seconds``: rendering the world
+    if it is not cached yet, at the calibrated ``world_images_per_s``. Nothing is measured when every run is
+    stored."""
+    records = {runs.config_hash(c): (c, experiment.stored(c)) for c in plan.unique_configs()}
+    todo = [c for c, record in records.values() if record is None]
+    evaluations = [r["timings"]["evaluation"] for _, r in records.values()
+                   if r is not None and "evaluation" in r.get("timings", {})]
+    teachers: dict[str, dict[str, Any]] = {}
+    for c in todo:
+        if c["method_kwargs"].get("external_teacher") == "clip":
+            t = clip_teacher_config(c)
+            if experiment.stored(t) is None:
+                teachers.setdefault(runs.config_hash(t), t)
+    out = {"runs_total": len(plan.unique_configs()), "runs_to_do": len(todo), "seconds": 0.0, "world_seconds": 0.0}
+    if not todo:
+        return out
+    if rates is None:
+        rates = calibrate_rates(todo[0], evaluation=not evaluations)
+        if evaluations:
+            rates["eval_s"] = float(np.median(evaluations))
+        if teachers:
+            rates["clip_train"] = calibrate_rates(next(iter(teachers.values())), evaluation=False)["train"]
+    clip_rates = {**rates, "train": rates.get("clip_train", rates["train"])}
+    out["seconds"] = (sum(run_seconds(c, rates) for c in todo)
+                      + sum(run_seconds(t, clip_rates) for t in teachers.values()))
+    out["world_seconds"] = plan.base["train_size"] / rates["world_images_per_s"]
+    return out
+
+
+def execute(plan: Plan, progress: bool = True) -> list[tuple[Run, dict]]:
+    """Run (or load) every run of the plan; returns (run, record) pairs."""
+    return [(r, experiment.run(r.config, progress=progress)) for r in plan.runs]
+
+
+def sweep_table(results: list[tuple[Run, dict]], metric: str = "avg3/linear") -> pd.DataFrame:
+    """Mean ± std over seeds of ``metric`` per (sweep, value); the base run joins every sweep whose
+    value it shares, so bars of one sweep always share the same other settings."""
+    rows = []
+    by_key: dict[tuple[str, Any], list[float]] = {}
+    for run, record in results:
+        by_key.setdefault((run.sweep, run.value), []).append(record["metrics"][metric])
+    for (sweep, value), values in by_key.items():
+        m, s = mean_std(values)
+        rows.append({"sweep": sweep, "value": value, "mean": m, "std": s, "seeds": len(values),
+                     "values": np.round(values, 4).tolist()})
+    return pd.DataFrame(rows)
+
+
+def seed_table(results: list[tuple[Run, dict]], metric: str = "avg3/linear") -> dict[tuple[str, Any], dict[int, float]]:
+    """``{(sweep, value): {seed: metric}}``: the per-seed values behind ``sweep_table``'s bars."""
+    out: dict[tuple[str, Any], dict[int, float]] = {}
+    for run, record in results:
+        out.setdefault((run.sweep, run.value), {})[int(run.config["seed"])] = float(record["metrics"][metric])
+    return out
+
+
+@dataclass(frozen=True)
+class SweepClaim:
+    """One of IV-D's claims about Fig. 6: in ``sweep``, the bar ``better`` beats ``reference`` (``None``: the best
+    of the other bars, for "is the best value"). Episode sizes are fractions of the world (0.2 of the data
+    against one episode per epoch). ``paper_effect``: the gain IV-D states, as a fraction (its percentage points
+    / 100), or ``None`` where the paper shows it only in the figure."""
+
+    id: str
+    sweep: str
+    text: str
+    better: Any
+    reference: Any
+    paper_effect: float | None = None
+
+
+CLAIMS: list[SweepClaim] = [
+    SweepClaim("fig6a_episode", "episode_size", "episode of 0.2 of the data beats one episode per epoch",
+               EPISODE_FRACTION, 1.0, paper.NUMBERS["fig6a_gain_best_over_epoch_pp"] / 100),
+    SweepClaim("fig6b_soft_target", "target_temperature", "soft target tau_y = 0.01 beats hardmax", 0.01, 0.0,
+               paper.NUMBERS["fig6b_gain_soft_over_hardmax_pp"] / 100),
+    SweepClaim("fig6c_images_per_prototype", "images_per_prototype", "10 images per prototype is the best value",
+               10, None),
+    SweepClaim("fig6d_minilm", "external_teacher", "the language-model teacher (RoBERTa; ours MiniLM) helps",
+               "minilm", "none"),
+    SweepClaim("fig6d_clip", "external_teacher", "the CLIP text-encoder teacher helps", "clip", "none"),
+    SweepClaim("fig6d_minilm_vs_clip", "external_teacher", "the language-model teacher beats the CLIP teacher",
+               "minilm", "clip"),
+]
+
+
+def paper_claims(plan: Plan) -> list[dict[str, Any]]:
+    """``CLAIMS`` in this plan's values: dicts with ``id``, ``sweep``, ``claim``, ``better``, ``reference``
+    (``None``: "every other bar of the sweep", the best of them is used), ``paper_effect`` (fraction) and
+    ``paper_gain_pp``."""
+    n = plan.base["train_size"]
+    batch = min(ABLATION_SCALES[plan.scale]["batch_size"], plan.base["episode_size"])
+
+    def value(c: SweepClaim, v: Any) -> Any:
+        return max(batch, int(round(v * n))) if c.sweep == "episode_size" and v is not None else v
+
+    return [{"id": c.id, "sweep": c.sweep, "claim": c.text, "better": value(c, c.better),
+             "reference": value(c, c.reference), "paper_effect": c.paper_effect,
+             "paper_gain_pp": None if c.paper_effect is None else round(100 * c.paper_effect, 2)} for c in CLAIMS]
+
+
+def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear") -> pd.DataFrame:
+    """Each claim of ``paper_claims`` tested on this book's runs by ``report.paired_test``: the per-seed (paired)
+    difference between the claimed-better setting and its reference, mean ± std and its 95% t interval in
+    percentage points, the verdict (``report.VERDICT_RULE``, against the paper's gain where it states one), the
+    minimum detectable effect at the seeds run and the seeds that would decide the claim at the measured spread.
+
+    Pairing by seed matters here: a seed that trains well does so in every setting, so the std of the bars
+    (``sweep_table``) is mostly that common luck, and the std of the per-seed differences is not."""
+    by_seed = seed_table(results, metric)
+    rows = []
+    for c in paper_claims(plan):
+        bars = {value: v for (sweep, value), v in by_seed.items() if sweep == c["sweep"]}
+        if c["better"] not in bars:
+            continue
+        reference = c["reference"]
+        if reference is None:  # "is the best": against the best of the other bars
+            others = {value: v for value, v in bars.items() if value != c["better"]}
+            if not others:
+                continue
+            reference = max(others, key=lambda value: np.mean(list(others[value].values())))
+        if reference not in bars:
+            continue
+        test = paired_test(paired_differences(bars[c["better"]], bars[reference]), c["paper_effect"])
+        text = format_test(test)
+        rows.append({"id": c["id"], "sweep": SWEEPS[c["sweep"]].split(":")[0], "claim": c["claim"],
+                     "setting": c["better"], "reference": reference, "paper gain (pp)": c["paper_gain_pp"],
+                     "book gain (pp)": f"{100 * test.mean:+.2f} ± {100 * test.std:.2f}",
+                     "95% interval": text["interval"], "verdict": test.verdict, "detectable effect": text["mde"],
+                     "seeds to decide": text["seeds_needed"], "gain": test.mean, "gain_std": test.std,
+                     "seeds": test.n, "test": test})
+    return pd.DataFrame(rows, columns=CLAIMS_TABLE_COLUMNS)
+
+
+CLAIMS_TABLE_COLUMNS = ["id", "sweep", "claim", "setting", "reference", "paper gain (pp)", "book gain (pp)",
+                        "95% interval", "verdict", "detectable effect", "seeds to decide", "gain", "gain_std",
+                        "seeds", "test"]

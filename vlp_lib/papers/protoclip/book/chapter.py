@@ -1,0 +1,358 @@
+"""The runs behind the ProtoCLIP chapter's tables (III, IV, X, XI, XII) and figures (7, 8, 9), as data.
+
+Every notebook of the chapter asks this module for its configs, so two notebooks that show the same
+run (the full ProtoCLIP of Table III is the 1-epoch row of Table IV; Table XII and Fig. 8 reuse Table
+IV's models) share one record in the results store.
+
+Setting (IV-E, scaled down): the laptop world has 10,240 pairs; the unit of training is E = 2 epochs,
+as the paper's unit is 32 epochs. Table IV compares ProtoCLIP at E/2 and E with CLIP at E and 2E; the
+component tables (III, X, XI) train for E/2 (the paper: 8 epochs against 32). The full ProtoCLIP is
+the paper's final recipe: episode = 0.2 of the data, 10 images per prototype, soft targets at
+tau_y = 0.01, PBT, the external teacher (MiniLM standing in for RoBERTa) and ProtoCLIP augmentation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from vlp_lib import experiment, runs
+from vlp_lib.book import plan
+from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead, relative_epochs: the chapter's API)
+    TIMING_RULE,
+    Claim,
+    blank_line,
+    episode_shares,
+    epoch_overhead,
+    external_line,
+    judge_stored,
+    relative_epochs,
+)
+from vlp_lib.book.claims import claims_table as _claims_table
+from vlp_lib.book.plan import seeds_parameter
+from vlp_lib.book.report import direction, fmt, mean_std, record_differences, seed_values
+from vlp_lib.config import scale_defaults
+from vlp_lib.papers.protoclip.book import ablation, paper
+from vlp_lib.suite import VALIDATION_TASKS
+
+# Sizes per scale. Laptop: 20,480 pairs, E = 2 epochs = 320 steps of 128 pairs with the laptop recipe
+# (``vlp_lib.config.SCALES``; every episode of 4,096 a multiple of the batch), the warm-up 5% of a row's steps,
+# the three validation tasks plus background and count for Table XII, 500 retrieval images, three seeds. Smoke (tests):
+# the three validation tasks and two seeds, which is enough to run every line but too few to judge a claim.
+CHAPTER_SCALES: dict[str, dict[str, Any]] = {
+    "smoke": dict(train_size=128, unit_epochs=2, batch_size=32, episode_size=64, task_train=100, task_test=50,
+                  retrieval_images=30, head_hidden=64, head_dim=32, data_sizes=(32, 64),
+                  eval_tasks=VALIDATION_TASKS, seeds=(0, 1), lr=1e-3, warmup_fraction=0.1, infonce_warmup_episodes=1),
+    "laptop": dict(train_size=20_480, unit_epochs=2, batch_size=128, episode_size=4_096, task_train=2_000,
+                   task_test=1_000, retrieval_images=500, head_hidden=512, head_dim=64,
+                   data_sizes=(2_560, 5_120, 10_240), eval_tasks=None, seeds=(0, 1, 2), lr=2e-3,
+                   warmup_fraction=0.05, infonce_warmup_episodes=1),
+    "paper": dict(train_size=2_500_000, unit_epochs=32, batch_size=512, episode_size=200_000, task_train=50_000,
+                  task_test=10_000, retrieval_images=5_000, head_hidden=2_048, head_dim=128,
+                  data_sizes=(250_000, 500_000, 1_000_000), eval_tasks=None, seeds=(0, 1, 2), lr=5e-4,
+                  warmup_fraction=0.02, infonce_warmup_episodes=1),
+}
+
+# The final recipe (IV-E): Table I plus the best settings of Fig. 6.
+FULL_PROTOCLIP: dict[str, Any] = {"images_per_prototype": 10, "target_temperature": 0.01, "use_pbt": True,
+                                  "external_teacher": "minilm"}
+FULL_AUGMENTATION = "protoclip"
+NO_TEACHER = {**FULL_PROTOCLIP, "external_teacher": "none"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a table: a method, its arguments, the augmentation and the training amount in units of E.
+    Rows that train the same thing are equal whatever their labels (Table X's last row is Table III's first
+    ProtoCLIP row), so a dict keyed by rows holds each run once."""
+
+    label: str = field(compare=False)
+    method: str
+    method_kwargs: tuple[tuple[str, Any], ...] = ()
+    augmentation: str = FULL_AUGMENTATION
+    units: float = 0.5
+    image_lock_fraction: float = 0.0  # the last part of training with the image tower locked (LiT, IV-A-2)
+
+    @staticmethod
+    def of(label: str, method: str, kwargs: dict[str, Any] | None = None, augmentation: str = FULL_AUGMENTATION,
+           units: float = 0.5, image_lock_fraction: float = 0.0) -> "Row":
+        return Row(label, method, tuple(sorted((kwargs or {}).items())), augmentation, units, image_lock_fraction)
+
+
+# Table III: each "-" row removes one component from "w/o RoBERTa" (IV-E-2).
+TABLE3 = [
+    Row.of("CLIP", "clip", augmentation="none"),
+    Row.of("ProtoCLIP", "protoclip", FULL_PROTOCLIP),
+    Row.of("ProtoCLIP w/o RoBERTa", "protoclip", NO_TEACHER),
+    Row.of("- w/o PBT", "protoclip", {**NO_TEACHER, "use_pbt": False}),
+    Row.of("- w/o soft target", "protoclip", {**NO_TEACHER, "target_temperature": 0.0}),
+    Row.of("- w/o K-Means", "protoclip", {**NO_TEACHER, "kmeans_iters": 0}),
+    Row.of("- w/o augmentation", "protoclip", NO_TEACHER, augmentation="none"),
+]
+# Table X: loss terms (Eq. 8), everything else as the full recipe.
+TABLE10 = [
+    Row.of("L_CLIP", "clip"),
+    Row.of("L_Proto", "protoclip", {**NO_TEACHER, "clip_weight": 0.0}),
+    Row.of("L_Proto + L_CLIP", "protoclip", NO_TEACHER),
+    Row.of("L_Proto + L_CLIP + L_Proto^external", "protoclip", FULL_PROTOCLIP),
+]
+# Table XI: augmentations, on the "w/o RoBERTa" recipe of Table III (whose rows it shares).
+TABLE11 = [
+    Row.of("No augmentation", "protoclip", NO_TEACHER, augmentation="none"),
+    Row.of("SimCLR augmentation", "protoclip", NO_TEACHER, augmentation="simclr"),
+    Row.of("ProtoCLIP augmentation", "protoclip", NO_TEACHER),
+]
+# Table IV: ProtoCLIP at E/2 and E against CLIP at E and 2E (paper: 16 and 32 against 32 and 64 epochs). At E,
+# ProtoCLIP follows IV-A-2: the image tower's learning rate anneals to zero at E/2 (16 of 32 epochs), then
+# locked-image tuning with L_CLIP alone; at E/2 it is annealed to the end like every other row.
+TABLE4 = [
+    Row.of("ProtoCLIP", "protoclip", FULL_PROTOCLIP, units=0.5),
+    Row.of("CLIP", "clip", augmentation="none", units=1.0),
+    Row.of("ProtoCLIP", "protoclip", FULL_PROTOCLIP, units=1.0, image_lock_fraction=0.5),
+    Row.of("CLIP", "clip", augmentation="none", units=2.0),
+]
+# The control the paper does not run: CLIP at E with ProtoCLIP's augmentation, which separates the method's
+# effect on Table IV from its augmentation's (the world's captions name colours, sides and sizes).
+TABLE4_CONTROLS = [Row.of("CLIP + ProtoCLIP augmentation", "clip", augmentation=FULL_AUGMENTATION, units=1.0)]
+
+
+def config(row: Row, scale: str = "laptop", seed: int = 0, train_size: int | None = None) -> dict[str, Any]:
+    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
+    scale_defaults(scale)
+    sizes = CHAPTER_SCALES[scale]
+    n = train_size or sizes["train_size"]
+    kwargs = dict(row.method_kwargs)
+    if row.method == "protoclip":
+        kwargs.update(head_hidden=sizes["head_hidden"], head_dim=sizes["head_dim"],
+                      warmup_episodes=sizes["infonce_warmup_episodes"])
+    # every method draws the same episodes (III-D: m pairs without replacement per episode), so CLIP and
+    # ProtoCLIP of one seed see the same pairs in the same order
+    episode = episode_size(sizes, n)
+    return experiment.make_config(
+        scale, method=row.method, seed=seed, train_size=n, epochs=row.units * sizes["unit_epochs"],
+        batch_size=min(sizes["batch_size"], episode), episode_size=episode, augmentation=row.augmentation,
+        image_lock_fraction=row.image_lock_fraction, lr=sizes["lr"], warmup_steps=warmup_steps(row, sizes, n),
+        task_train=sizes["task_train"], task_test=sizes["task_test"], retrieval_images=sizes["retrieval_images"],
+        eval_tasks=eval_tasks(row, sizes), method_kwargs=kwargs)
+
+
+def eval_tasks(row: Row, sizes: dict[str, Any]) -> list[str] | None:
+    """The component rows (E/2) are judged on avg3 and retrieval only; the rows trained for E or more also
+    give Table XII's and Fig. 8's clustering of background and count (``None``: the suite's full list)."""
+    if sizes["eval_tasks"]:
+        return list(sizes["eval_tasks"])
+    return None if row.units >= 1 else list(VALIDATION_TASKS)
+
+
+def episode_size(sizes: dict[str, Any], train_size: int) -> int:
+    """The scale's episode, as the same fraction of a smaller world (Fig. 7's subsets), in whole batches."""
+    batch = sizes["batch_size"]
+    scaled = sizes["episode_size"] * train_size // sizes["train_size"] // batch * batch
+    return min(train_size, max(batch, scaled))
+
+
+def warmup_steps(row: Row, sizes: dict[str, Any], train_size: int) -> int:
+    """The learning-rate warm-up: ``warmup_fraction`` of the row's steps (at least one step)."""
+    episode = episode_size(sizes, train_size)
+    steps = round(row.units * sizes["unit_epochs"] * train_size / episode) * (episode // min(sizes["batch_size"], episode))
+    return max(1, int(sizes["warmup_fraction"] * steps))
+
+
+def resolve_seeds(scale: str, seeds: Any, name: str = "seeds") -> list[int]:
+    """A notebook's seeds parameter ``name``: ``None`` is the scale's default (``plan.seeds_parameter``)."""
+    scale_defaults(scale)
+    return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"], name)
+
+
+def data_size_rows(scale: str = "laptop") -> list[tuple[int, Row]]:
+    """Fig. 7: CLIP trained for E on growing subsets of the world (the full world is Table IV's CLIP at E)."""
+    sizes = CHAPTER_SCALES[scale]
+    clip = Row.of("CLIP", "clip", augmentation="none", units=1.0)
+    return [(n, clip) for n in (*sizes["data_sizes"], sizes["train_size"])]
+
+
+def run_rows(rows: list[Row], scale: str, seeds: list[int], progress: bool = True) -> dict[Row, list[dict]]:
+    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``."""
+    return plan.run_rows(rows, config, scale, seeds, progress)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the chapter's headline claims, stated once as data (``CLAIMS``) and judged on runs (nothing is trained here)
+
+MATCH_MARGIN = 0.01  # 1 pp: how much worse a "match" may be (a non-inferiority margin, stated, not the paper's)
+MATCH_RULE = ("'Matches in less time' (non-inferiority with a 1 pp margin): reproduced when it takes less time "
+              "(relative epochs) and the 95% t interval of its per-seed difference lies above -1 pp; opposite when it "
+              "takes more time or the interval lies entirely below -1 pp; inconclusive otherwise (an interval that "
+              "reaches below -1 pp cannot show a match), and with fewer than 2 seeds.")
+RULES = [MATCH_RULE, TIMING_RULE]  # beyond report.VERDICT_RULE (the scorecard prints them)
+CLAIM_KINDS = ("direction", "match", "timing", "external")  # of vlp_lib.book.claims.KINDS
+PAPER = "ProtoCLIP"
+CLAIM_NOTEBOOKS = ("benchmark", "components", "clustering", "efficiency", "ablation")
+
+
+def find_row(table: list[Row], label: str, units: float | None = None) -> Row:
+    """The row of ``table`` with this label (and training amount, where a table has a label twice)."""
+    return next(r for r in table if r.label == label and (units is None or r.units == units))
+
+
+def _claim(claim_id: str, text: str, source: str, better: Row | None, reference: Row | None, metric: str,
+           paper_value: str, paper_effect: float | None, kind: str = "direction", notebook: str = "components",
+           ) -> Claim:
+    """One headline claim of the chapter, as data (a ``vlp_lib.book.claims.Claim``).
+
+    ``kind`` "direction": ``better`` beats ``reference`` on ``metric`` (``report.VERDICT_RULE``); "match":
+    ``better`` matches ``reference`` in less time (``MATCH_RULE``, margin ``MATCH_MARGIN``); "timing": a share or
+    overhead of ``better``'s time over ``reference`` (``TIMING_RULE``; ``metric`` is "kmeans_share" or
+    "epoch_overhead"). ``paper_effect``: the paper's difference as a fraction on our metric (its percentage points
+    / 100, raw for ARI; for timing claims the paper's share or overhead), ``None`` where it states none. Fig. 6's
+    claims are stated in ``ablation.CLAIMS`` and judged on the ablation's runs: kind "external", ``better`` and
+    ``reference`` are ``None``. ``notebook``: the chapter notebook that shows the claim (``CLAIM_NOTEBOOKS``).
+    Metrics shown in percent are fractions (accuracies, recalls), not ARI / AMI."""
+    return Claim(claim_id, text, source, kind, metric, paper_value, paper_effect, notebook=notebook, better=better,
+                 reference=reference, margin=MATCH_MARGIN if kind == "match" else None,
+                 percent=not metric.endswith(("/ari", "/ami")))
+
+
+def _gain(better: float, reference: float, where: str) -> tuple[str, float]:
+    """A paper's difference in percentage points, as the claim's ``paper_value`` text and ``paper_effect``."""
+    pp = round(better - reference, 2)
+    return f"{pp:+.2f} pp ({where}, {better:.2f} vs {reference:.2f})", pp / 100
+
+
+def _chapter_claims() -> list[Claim]:
+    """The chapter's claims; every paper number comes from ``paper`` (the paper's tables), never typed here."""
+    proto_e, clip_e = find_row(TABLE4, "ProtoCLIP", 1.0), find_row(TABLE4, "CLIP", 1.0)
+    proto_half = find_row(TABLE4, "ProtoCLIP", 0.5)
+    t3, t10, t11 = (lambda label: find_row(TABLE3, label)), (lambda label: find_row(TABLE10, label)), \
+        (lambda label: find_row(TABLE11, label))
+    base = t3("ProtoCLIP w/o RoBERTa")
+    linear = "avg3/linear"
+    # Table IV columns: ImageNet zero-shot top-1, top-5, linear, mean recall; keys (method, epochs, relative epochs)
+    p4 = {(m, e): (rel, v) for (m, e, rel), v in paper.TABLE4.items()}
+    (_, proto32), (clip_rel, clip32), (proto_rel, proto16) = p4["ProtoCLIP", 32], p4["CLIP", 32], p4["ProtoCLIP", 16]
+    imagenet_linear = paper.TABLE3_COLUMNS.index("ImageNet linear")
+
+    def table3(better: str, reference: str) -> tuple[str, float]:
+        return _gain(paper.TABLE3[better][imagenet_linear], paper.TABLE3[reference][imagenet_linear],
+                     "ImageNet linear")
+
+    half_text, half_effect = _gain(proto16[0], clip32[0], "ImageNet zero-shot")
+    ari = paper.TABLE12["ProtoCLIP"]["STL10"][0], paper.TABLE12["CLIP"]["STL10"][0]
+    claims = [
+        _claim("table4_linear", "ProtoCLIP beats CLIP on linear probe at equal epochs", "Table IV", proto_e, clip_e,
+              linear, *_gain(proto32[2], clip32[2], "ImageNet linear, 32 epochs"), notebook="benchmark"),
+        _claim("table4_zeroshot", "ProtoCLIP beats CLIP on zero-shot top-1 at equal epochs", "Table IV", proto_e,
+              clip_e, "avg3/zeroshot_top1", *_gain(proto32[0], clip32[0], "ImageNet zero-shot, 32 epochs"),
+              notebook="benchmark"),
+        _claim("table4_half_epochs", "ProtoCLIP at half the epochs matches CLIP in less time (zero-shot top-1)",
+              "Table IV", proto_half, clip_e, "avg3/zeroshot_top1",
+              f"{half_text} at {proto_rel} vs {clip_rel} relative epochs", half_effect, kind="match",
+              notebook="benchmark"),
+        _claim("table3_teacher", "The external teacher helps", "Table III", t3("ProtoCLIP"), base, linear,
+              *table3("ProtoCLIP", "ProtoCLIP w/o RoBERTa")),
+        _claim("table3_pbt", "PBT helps", "Table III", base, t3("- w/o PBT"), linear,
+              *table3("ProtoCLIP w/o RoBERTa", "- w/o PBT")),
+        _claim("table3_soft_target", "Soft targets help", "Table III", base, t3("- w/o soft target"), linear,
+              *table3("ProtoCLIP w/o RoBERTa", "- w/o soft target")),
+        _claim("table3_kmeans", "K-Means iterations help", "Table III", base, t3("- w/o K-Means"), linear,
+              *table3("ProtoCLIP w/o RoBERTa", "- w/o K-Means")),
+        _claim("table3_augmentation", "Augmentation helps", "Table III", base, t3("- w/o augmentation"), linear,
+              *table3("ProtoCLIP w/o RoBERTa", "- w/o augmentation")),
+        _claim("table10_proto_adds", "L_Proto adds to L_CLIP", "Table X", t10("L_Proto + L_CLIP"), t10("L_CLIP"),
+              linear, *_gain(paper.TABLE10["L_Proto + L_CLIP"], paper.TABLE10["L_CLIP"], "ImageNet linear")),
+        _claim("table11_protoclip_vs_simclr", "ProtoCLIP augmentation beats SimCLR's", "Table XI",
+              t11("ProtoCLIP augmentation"), t11("SimCLR augmentation"), linear,
+              *_gain(paper.TABLE11["ProtoCLIP augmentation"][0], paper.TABLE11["SimCLR augmentation"][0],
+                     "ImageNet linear")),
+        _claim("table11_no_aug_retrieval", "No augmentation gives the best retrieval", "Table XI",
+              t11("No augmentation"), t11("ProtoCLIP augmentation"), "retrieval/mean_recall",
+              *_gain(paper.TABLE11["No augmentation"][2], paper.TABLE11["ProtoCLIP augmentation"][2],
+                     "MS-COCO mean recall")),
+        _claim("table12_ari", "ProtoCLIP groups classes better: ARI on the STL-10 stand-in", "Table XII", proto_e,
+              clip_e, "clutter10/ari", f"{ari[0] - ari[1]:+.3f} ARI (STL-10, {ari[1]:.3f} -> {ari[0]:.3f})",
+              round(ari[0] - ari[1], 3), notebook="clustering"),
+    ]
+    for c in ablation.CLAIMS:
+        claims.append(_claim(c.id, c.text, ablation.SWEEPS[c.sweep].split(":")[0], None, None, "avg3/linear",
+                            "shown in the figure, no number in the text" if c.paper_effect is None
+                            else f"+{100 * c.paper_effect:.2f} pp (average linear probe)", c.paper_effect,
+                            kind="external", notebook="ablation"))
+    share, overhead = paper.NUMBERS["fig9_kmeans_share"], paper.NUMBERS["relative_epoch_time"] - 1
+    claims += [
+        _claim("fig9_kmeans_share", f"K-Means takes about {100 * share:.1f}% of episode time", "Fig. 9", proto_half,
+              clip_e, "kmeans_share", f"{100 * share:.1f}%", share, kind="timing", notebook="efficiency"),
+        _claim("fig9_overhead", f"ProtoCLIP costs {100 * overhead:+.1f}% time per epoch over CLIP", "Fig. 9",
+              proto_half, clip_e, "epoch_overhead", f"{100 * overhead:+.1f}%", round(overhead, 3), kind="timing",
+              notebook="efficiency"),
+    ]
+    return claims
+
+
+# Every headline claim of the chapter, once: the scorecard judges all of them, each notebook shows its own.
+CLAIMS: list[Claim] = _chapter_claims()
+
+
+def stored(row: Row, scale: str = "laptop", seeds: tuple[int, ...] | None = None) -> list[dict] | None:
+    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
+    return plan.stored(row, config, scale, seeds or resolve_seeds(scale, None))
+
+
+def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
+    """The claims of ``CLAIMS`` shown by ``notebook`` (all claims on rows with ``None``), judged by
+    ``vlp_lib.book.claims.judge`` on a notebook's ``{row: records}``: the same lines as the scorecard's, indexed
+    by claim id."""
+    on_rows = [c for c in CLAIMS if c.kind != "external"]
+    return _claims_table(on_rows, results, PAPER, notebook, CLAIM_NOTEBOOKS)
+
+
+def _ablation_lines(scale: str) -> dict[str, dict[str, Any]]:
+    """Scorecard lines of Fig. 6's claims from the ablation's stored runs at ``scale`` (its default plan): a
+    sweep's claims are judged once all of its runs and the base runs are stored."""
+    sweeps = ablation.make_plan(scale if scale in ablation.ABLATION_SCALES else "laptop")
+    records = [(r, experiment.stored(r.config)) for r in sweeps.runs]
+    complete = {r.sweep for r, _ in records} - {r.sweep for r, rec in records if rec is None}
+    if "base" not in complete:
+        return {}
+    table = ablation.claims_table([(r, rec) for r, rec in records if r.sweep in complete and rec is not None], sweeps)
+    by_id = {c.id: c for c in CLAIMS}
+    return {row["id"]: external_line(by_id[row["id"]], PAPER, row["test"], row["verdict"], row["seeds"],
+                                     f" ({row['setting']} vs {row['reference']})") for _, row in table.iterrows()}
+
+
+def claims(scale: str = "laptop") -> list[dict[str, Any]]:
+    """Every claim of ``CLAIMS`` judged on the results store at ``scale`` (the scale's default seeds; Fig. 6
+    from the ablation's default plan): one dict per claim with the keys of ``report.SCORECARD_COLUMNS``;
+    verdict "not run" when its runs are not stored."""
+    lines = judge_stored(CLAIMS, lambda row: stored(row, scale), PAPER)
+    fig6 = _ablation_lines(scale)
+    return [fig6.get(c.id, blank_line(c, PAPER)) if c.kind == "external" else line for c, line in zip(CLAIMS, lines)]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# tables of the notebooks
+
+
+def row_table(results: dict[Row, list[dict]], rows: list[Row], metrics: dict[str, str],
+              reference: Row | None = None, delta_metric: str | None = None) -> pd.DataFrame:
+    """One line per row: "mean ± std" (percent) of each metric over seeds, and, with a ``reference``, the
+    per-seed (paired) difference of ``delta_metric`` from it in pp with its ``report.direction`` (the 95% t
+    interval of ``report.VERDICT_RULE`` above, below or around zero)."""
+    lines = []
+    for row in rows:
+        records = results[row]
+        line: dict[str, Any] = {"row": row.label}
+        for key, name in metrics.items():
+            line[name] = fmt(*mean_std(seed_values(records, key)))
+        if reference is not None and delta_metric is not None:
+            if row == reference:
+                line["Δ (pp, per seed)"], line["vs reference"] = "reference", ""
+            else:
+                d = record_differences(records, results[reference], delta_metric)
+                m, s = mean_std(d)
+                line["Δ (pp, per seed)"] = f"{100 * m:+.2f} ± {100 * s:.2f}"
+                line["vs reference"] = direction(d)
+        line["seeds"] = len(records)
+        lines.append(line)
+    return pd.DataFrame(lines).set_index("row")

@@ -1,0 +1,234 @@
+"""PyramidCLIP (Gao et al., arXiv v1): hierarchical feature alignment between images and texts.
+
+Per pair (I, T) the method contrasts three image inputs with two texts (§3.1-3.4):
+
+  G = the global view (RandomResizedCrop scale [0.9, 1]: the trainer's ``"none"`` augmentation), L = the local
+  view (scale [0.5, 1]: ``Batch.view("local")``), R = the ROI sequence of a frozen detector (object features and
+  boxes, §3.3), T = the caption, T_S = its summary.
+
+  v^g = f(G), v^l = f(L), v^r = f2(phi(R)), l^t = h(T), l^s = h(T_S)          (L2-normalised)
+  L_GS = peer-level (v^g, l^s), L_LT = peer-level (v^l, l^t)                   (§3.4, Eq. 5)
+  L_RS, L_RT = cross-level relation terms (v^r, l^s), (v^r, l^t)               (Eq. 5)
+  L = (1 - lambda - mu - gamma) L_GS + lambda L_LT + mu L_RS + gamma L_RT       (Eq. 6, all weights 0.25)
+
+every term a softened InfoNCE with label smoothing alpha (Eq. 1-5, ``losses.soft.soft_info_nce``), one learnable
+temperature shared by all terms. ``"clip"`` = (v^g, l^t) is Table 6's L_CLIP row (not part of Eq. 6). Inference
+uses the full image and caption only (end of §3.1): the model's own ``encode_image`` / ``encode_text``.
+
+phi and f2 follow the official code (models/models.py, AttentionPool2d.forward(isROI=True)): a bias-free linear
+map of each ROI vector to the attention pool's width, the mean of the ROI tokens prepended as the query token, a new
+LayerNorm, no positional embedding, then the image tower's own attention pool (shared weights), token 0. For a
+ViT the ROI tokens follow the image's class embedding through the shared ``ln_pre`` and the last
+``len(resblocks) - vit_ls`` blocks, then ``ln_post`` and ``proj``. Padding ROIs (a world scene has 1-3 objects,
+VinVL gives 10) are masked out of the attention and of the mean.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vlp_lib.data.paired import tokenize_all
+from vlp_lib.losses.soft import soft_info_nce
+from vlp_lib.methods.base import Batch, Method, MethodContext
+from vlp_lib.papers.pyramidclip.summaries import summarize_all
+
+# (image input, text input) of each term (§3.4); "clip" is Table 6's L_CLIP row
+TERMS: dict[str, tuple[str, str]] = {"gs": ("global", "summary"), "lt": ("local", "caption"),
+                                     "rs": ("rois", "summary"), "rt": ("rois", "caption"),
+                                     "clip": ("global", "caption")}
+FULL_WEIGHTS = {"gs": 0.25, "lt": 0.25, "rs": 0.25, "rt": 0.25}  # Eq. 6 with lambda = mu = gamma = 0.25
+# T_S: the extractive stand-in for T5 (``data.summaries``), or the world's clean summaries (an upper-bound control)
+SUMMARIES = ("extractive", "oracle")
+# the frozen object detector behind R: the world's crop CNN (VinVL's stand-in), or its untrained control
+DETECTORS = ("trained", "untrained")
+
+
+def check_weights(weights: Any) -> dict[str, float]:
+    """``ValueError`` naming ``weights`` unless it maps known terms (``TERMS``) to non-negative numbers summing
+    to 1 (Eq. 6 is a convex combination)."""
+    if not isinstance(weights, dict) or not weights:
+        raise ValueError(f"weights must be a non-empty dict of terms {sorted(TERMS)} -> weight, got {weights!r}")
+    unknown = set(weights) - set(TERMS)
+    if unknown:
+        raise ValueError(f"weights: unknown terms {sorted(unknown)}; known: {sorted(TERMS)}")
+    if any(isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights.values()):
+        raise ValueError(f"weights must be numbers >= 0, got {weights!r}")
+    if abs(sum(weights.values()) - 1) > 1e-6:
+        raise ValueError(f"weights must sum to 1 (Eq. 6), got {sum(weights.values()):.6g} for {weights!r}")
+    return {k: float(v) for k, v in weights.items() if v > 0}
+
+
+def check_alpha(alpha: Any) -> float:
+    """``ValueError`` naming ``alpha`` unless 0 <= alpha < 1 (Eq. 3-4)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha < 1:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+    return float(alpha)
+
+
+def uses_rois(weights: dict[str, float]) -> bool:
+    """Whether a term of ``weights`` contrasts the ROI sequence (L_RS, L_RT)."""
+    return any(TERMS[t][0] == "rois" for t in weights)
+
+
+def uses_summaries(weights: dict[str, float]) -> bool:
+    """Whether a term of ``weights`` contrasts the summary T_S (L_GS, L_RS)."""
+    return any(TERMS[t][1] == "summary" for t in weights)
+
+
+class RoiEncoder(nn.Module):
+    """phi and f2 of §3.3 for the ROI sequence R: ``forward(visual, rois, mask)`` -> ROI image embedding
+    (not normalised). ``rois`` [B, M, roi_dim] (object feature + normalised box), ``mask`` [B, M] True where a
+    ROI exists; every sample needs at least one."""
+
+    def __init__(self, visual: nn.Module, roi_dim: int, vit_ls: int | None = None):
+        super().__init__()
+        self.is_vit = hasattr(visual, "transformer") and hasattr(visual, "class_embedding")
+        if self.is_vit:
+            width = visual.class_embedding.shape[0]
+            blocks = len(visual.transformer.resblocks)
+            self.first_block = blocks * 3 // 4 if vit_ls is None else vit_ls  # the paper's L_s = 9 of 12
+            if not 0 <= self.first_block <= blocks:
+                raise ValueError(f"vit_ls must be in [0, {blocks}], got {vit_ls!r}")
+        elif hasattr(visual, "attnpool"):
+            width = visual.attnpool.q_proj.in_features
+            self.ln = nn.LayerNorm(width)  # the official RN path adds its own ln_pre
+        else:
+            raise ValueError("PyramidCLIP's ROI branch needs an open_clip ModifiedResNet or VisionTransformer")
+        self.proj_pre = nn.Parameter(torch.randn(roi_dim, width) * roi_dim ** -0.5)  # phi: no bias (official)
+
+    def forward(self, visual: nn.Module, rois: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = rois.to(self.proj_pre.dtype) @ self.proj_pre  # [B, M, width]
+        pad = torch.cat([torch.zeros_like(mask[:, :1]), ~mask], dim=1)  # [B, 1 + M], True = ignore
+        if self.is_vit:
+            return self._vit(visual, x, pad)
+        weights = mask.unsqueeze(-1).to(x.dtype)
+        mean = (x * weights).sum(1, keepdim=True) / weights.sum(1, keepdim=True).clamp_min(1)
+        x = self.ln(torch.cat([mean, x], dim=1)).transpose(0, 1)  # [1 + M, B, width]
+        pool = visual.attnpool
+        out, _ = F.multi_head_attention_forward(
+            query=x[:1], key=x, value=x, embed_dim_to_check=x.shape[-1], num_heads=pool.num_heads,
+            q_proj_weight=pool.q_proj.weight, k_proj_weight=pool.k_proj.weight, v_proj_weight=pool.v_proj.weight,
+            in_proj_weight=None, in_proj_bias=torch.cat([pool.q_proj.bias, pool.k_proj.bias, pool.v_proj.bias]),
+            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0, out_proj_weight=pool.c_proj.weight,
+            out_proj_bias=pool.c_proj.bias, use_separate_proj_weight=True, training=self.training,
+            key_padding_mask=pad, need_weights=False)
+        return out[0]
+
+    def _vit(self, visual: nn.Module, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        cls = visual.class_embedding.to(x.dtype).expand(x.shape[0], 1, -1)
+        x = visual.ln_pre(torch.cat([cls, x], dim=1))  # [B, 1 + M, width]; no positional embedding (§3.3)
+        blocks = visual.transformer.resblocks[self.first_block:]
+        heads = blocks[0].attn.num_heads if len(blocks) else 1
+        # float mask [B * heads, 1 + M, 1 + M]: padded keys get -inf for every query
+        mask = torch.zeros(pad.shape, dtype=x.dtype, device=x.device).masked_fill(pad, float("-inf"))
+        mask = mask[:, None, None, :].expand(-1, heads, x.shape[1], -1).reshape(-1, x.shape[1], x.shape[1])
+        batch_first = getattr(visual.transformer, "batch_first", True)
+        if not batch_first:
+            x = x.transpose(0, 1)
+        for block in blocks:
+            x = block(x, attn_mask=mask)
+        if not batch_first:
+            x = x.transpose(0, 1)
+        return visual.ln_post(x[:, 0]) @ visual.proj
+
+
+class PyramidCLIP(Method):
+    """Eq. 6 over the terms of ``weights`` (``TERMS``; default ``FULL_WEIGHTS``), each a softened InfoNCE with
+    ``alpha`` (Eq. 3-5; ``literal`` reads Eq. 3 as written, see ``losses.soft.smoothed_targets``).
+
+    Side data per training pair (``PairedData.extra``, gathered per batch): ``summary_tokens`` (T_S) for the
+    summary terms, ``rois`` [N, M, roi_dim] and ``roi_mask`` [N, M] for the relation terms."""
+
+    name = "pyramidclip"
+    distributed = True  # every term's softened InfoNCE gathers the global batch (losses.soft.soft_info_nce)
+
+    def __init__(self, visual: nn.Module | None = None, weights: dict[str, float] | None = None, alpha: float = 0.2,
+                 literal: bool = True, roi_dim: int = 68, vit_ls: int | None = None):
+        super().__init__()
+        self.weights = check_weights(FULL_WEIGHTS if weights is None else weights)
+        self.alpha = check_alpha(alpha)
+        self.literal = bool(literal)
+        if uses_rois(self.weights) and visual is None:
+            raise ValueError("visual: the relation terms (rs, rt) need the image tower to build the ROI branch")
+        self.roi = RoiEncoder(visual, roi_dim, vit_ls) if uses_rois(self.weights) else None
+        self.required_extras = (("summary_tokens",) if uses_summaries(self.weights) else ()) + \
+            (("rois", "roi_mask") if self.roi is not None else ())
+        self.views = ("local",) if any(TERMS[t][0] == "local" for t in self.weights) else ()
+
+    @classmethod
+    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+        """Side data from the training pairs: T_S tokens (``summary``: extractive from each caption, or the world's
+        clean summaries) for the summary terms; the detector's ROI sequence of every image (``detector``:
+        trained or untrained crop CNN on the world's boxes, ``vlp_lib.papers.pyramidclip.detector``) and the image tower for the
+        relation terms."""
+        kwargs = dict(kwargs)
+        summary, detector = kwargs.pop("summary", "extractive"), kwargs.pop("detector", "trained")
+        detector_images = kwargs.pop("detector_images", None)
+        weights = check_weights(kwargs.get("weights", FULL_WEIGHTS))
+        data = context.data
+        if uses_summaries(weights):
+            texts = summarize_all(data.captions) if summary == "extractive" else list(data.extra["summaries"])
+            data.extra["summary_tokens"] = tokenize_all(context.tokenizer, texts)
+        if uses_rois(weights):
+            from vlp_lib.papers.pyramidclip.detector import (  # late: only runs with the ROI terms
+                ROI_DIM,
+                load_detector,
+                roi_features,
+            )
+
+            if "boxes" not in data.extra:
+                raise ValueError("detector: the relation terms need each image's object boxes (the generated world)")
+            sizes = {} if detector_images is None else {"train_images": detector_images,
+                                                         "test_images": max(100, detector_images // 6)}
+            found = load_detector(trained=detector == "trained", **sizes)
+            rois, mask = roi_features(data.images, found, boxes=data.extra["boxes"])
+            data.extra["rois"], data.extra["roi_mask"] = torch.from_numpy(rois), torch.from_numpy(mask)
+            kwargs.update(visual=context.model.visual, roi_dim=ROI_DIM)
+        return kwargs
+
+    @classmethod
+    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
+        known = {"weights", "alpha", "literal", "summary", "detector", "detector_images", "vit_ls"}
+        unknown = set(kwargs) - known
+        if unknown:
+            raise ValueError(f"method_kwargs: unknown PyramidCLIP arguments {sorted(unknown)}; known: {sorted(known)}")
+        check_weights(kwargs.get("weights", FULL_WEIGHTS))
+        check_alpha(kwargs.get("alpha", 0.2))
+        if kwargs.get("summary", "extractive") not in SUMMARIES:
+            raise ValueError(f"summary must be one of {SUMMARIES}, got {kwargs['summary']!r}")
+        if kwargs.get("detector", "trained") not in DETECTORS:
+            raise ValueError(f"detector must be one of {DETECTORS}, got {kwargs['detector']!r}")
+        images = kwargs.get("detector_images")
+        if images is not None and (isinstance(images, bool) or not isinstance(images, int) or images < 50):
+            raise ValueError(f"detector_images must be an integer >= 50 (the detector's training world), got {images!r}")
+
+    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        needed_images = {TERMS[t][0] for t in self.weights}
+        needed_texts = {TERMS[t][1] for t in self.weights}
+        images: dict[str, torch.Tensor] = {}
+        if "global" in needed_images:
+            images["global"] = F.normalize(model.encode_image(batch.images), dim=-1)
+        if "local" in needed_images:
+            images["local"] = F.normalize(model.encode_image(batch.view("local")), dim=-1)
+        if "rois" in needed_images:
+            rois, mask = batch.side("rois"), batch.side("roi_mask")
+            images["rois"] = F.normalize(self.roi(model.visual, rois, mask.bool()), dim=-1)
+        texts: dict[str, torch.Tensor] = {}
+        if "caption" in needed_texts:
+            texts["caption"] = F.normalize(model.encode_text(batch.texts), dim=-1)
+        if "summary" in needed_texts:
+            texts["summary"] = F.normalize(model.encode_text(batch.side("summary_tokens")), dim=-1)
+        scale = model.logit_scale.exp()
+        total = torch.zeros((), device=batch.images.device)
+        logs: dict[str, float] = {}
+        for term, weight in self.weights.items():
+            image, text = TERMS[term]
+            value = soft_info_nce(images[image], texts[text], scale, self.alpha, literal=self.literal)
+            total = total + weight * value
+            logs[f"loss_{term}"] = float(value.detach())
+        logs["logit_scale"] = float(scale.detach())
+        return total, logs
