@@ -26,7 +26,6 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from vlp_lib import experiment
-from vlp_lib.papers.protoclip.book import chapter as protoclip_chapter
 from vlp_lib.config import SCALES
 from vlp_lib.data.paired import from_world
 from vlp_lib.data.tokenizer import world_tokenizer
@@ -34,11 +33,13 @@ from vlp_lib.data.transforms import to_model_input
 from vlp_lib.data.world import generate
 from vlp_lib.methods import CLIP, create_method
 from vlp_lib.models import create_model
+from vlp_lib.papers.protoclip.book import chapter as protoclip_chapter
 from vlp_lib.train import TrainConfig, train
 
 
-def matmul_peak_flops(n: int = 2048, repeats: int = 10, device: str | torch.device = "cpu",
-                      dtype: torch.dtype = torch.float32) -> float:
+def matmul_peak_flops(
+    n: int = 2048, repeats: int = 10, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> float:
     """FLOP/s of ``repeats`` square ``n`` GEMMs after one warm-up (mean; on a GPU, synchronised)."""
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
@@ -83,8 +84,10 @@ def trainer_figures(pairs: int, batch_size: int, repeats: int = 3) -> dict[str, 
     tokenizer = world_tokenizer()
     data = from_world(generate(pairs, seed=0), tokenizer)
     config = TrainConfig(epochs=1, batch_size=batch_size, warmup_steps=1, progress=False)
-    batches = [(to_model_input(data.images[a : a + batch_size]), data.tokens[a : a + batch_size])
-               for a in range(0, pairs - batch_size + 1, batch_size)]
+    batches = [
+        (to_model_input(data.images[a : a + batch_size]), data.tokens[a : a + batch_size])
+        for a in range(0, pairs - batch_size + 1, batch_size)
+    ]
     preset = SCALES["laptop"]["model"]
     ours_model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0)
     bare_model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0)
@@ -98,9 +101,13 @@ def trainer_figures(pairs: int, batch_size: int, repeats: int = 3) -> dict[str, 
     model = bare_model
     flops = step_flops(model, *batches[0])
     peak = matmul_peak_flops()
-    return {"trainer_overhead": ours / (bare_step / batch_size), f"bare_step_ms_{preset}": 1000 * bare_step,
-            f"step_gflop_{preset}": flops / 1e9, "matmul_peak_gflops": peak / 1e9,
-            "bare_step_mfu": flops / bare_step / peak}
+    return {
+        "trainer_overhead": ours / (bare_step / batch_size),
+        f"bare_step_ms_{preset}": 1000 * bare_step,
+        f"step_gflop_{preset}": flops / 1e9,
+        "matmul_peak_gflops": peak / 1e9,
+        "bare_step_mfu": flops / bare_step / peak,
+    }
 
 
 def protoclip_figures() -> dict[str, float]:
@@ -118,8 +125,12 @@ def protoclip_figures() -> dict[str, float]:
         timings[row.method] = t
     t = timings["protoclip"]
     episode = sum(t[s] for s in ("feature_extraction", "kmeans", "pbt", "training"))
-    return {"protoclip_overhead": seconds["protoclip"] / seconds["clip"], "kmeans_share": t["kmeans"] / episode,
-            "extraction_share": t["feature_extraction"] / episode, "pbt_share": t["pbt"] / episode}
+    return {
+        "protoclip_overhead": seconds["protoclip"] / seconds["clip"],
+        "kmeans_share": t["kmeans"] / episode,
+        "extraction_share": t["feature_extraction"] / episode,
+        "pbt_share": t["pbt"] / episode,
+    }
 
 
 def main() -> None:

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
-
-import sys
 
 import torch
 
@@ -47,8 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_overheads, bes
 
 
 def tower(vision: dict, text: dict, embed_dim: int = 128) -> dict:
-    return {"embed_dim": embed_dim, "vision_cfg": {"image_size": 32, "head_width": 32, **vision},
-            "text_cfg": {"context_length": 24, "vocab_size": 512, "heads": 2, **text}}
+    return {
+        "embed_dim": embed_dim,
+        "vision_cfg": {"image_size": 32, "head_width": 32, **vision},
+        "text_cfg": {"context_length": 24, "vocab_size": 512, "heads": 2, **text},
+    }
 
 
 RN = lambda width, layers=(1, 1, 1, 1): {"layers": list(layers), "width": width, "patch_size": None}  # noqa: E731
@@ -98,8 +100,9 @@ def evaluate(model: torch.nn.Module, tokenizer, scale: str) -> dict[str, float]:
         te = task_lib.load_task(task, "test", scale=scale)
         f_tr, f_te = encode_images(model, tr.images), encode_images(model, te.images)
         out[f"{task}_linear"] = linear_probe(f_tr, tr.labels, f_te, te.labels, seed=0)["accuracy"]
-        out[f"{task}_zeroshot"] = zero_shot_accuracy(model, tokenizer, te.images, te.labels, te.classnames,
-                                                     te.templates)["top1"]
+        out[f"{task}_zeroshot"] = zero_shot_accuracy(
+            model, tokenizer, te.images, te.labels, te.classnames, te.templates
+        )["top1"]
         out[f"{task}_chance"] = 1.0 / len(te.classnames)
     return out
 
@@ -109,19 +112,28 @@ def train_for(name: str, spec: dict, data, tokenizer, seconds: float, seed: int 
     preset = model_name(name, spec)
     batch = spec["batch_size"]
     probe_model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=seed)
-    probe = TrainConfig(epochs=6 * batch / len(data), batch_size=batch, lr=spec["lr"], warmup_steps=1,
-                        progress=False)
+    probe = TrainConfig(epochs=6 * batch / len(data), batch_size=batch, lr=spec["lr"], warmup_steps=1, progress=False)
     train(probe_model, CLIP(), data, probe)  # 3 warm-up steps, then 3 timed ones
     step_s = batch / train(probe_model, CLIP(), data, probe).samples_per_s
     steps = max(10, int(seconds / step_s))
     warmup = spec["warmup"] if isinstance(spec["warmup"], int) else max(1, int(spec["warmup"] * steps))
     model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=seed)
-    config = TrainConfig(epochs=steps * batch / len(data), batch_size=batch, lr=spec["lr"], warmup_steps=warmup,
-                         seed=seed, progress=False)
+    config = TrainConfig(
+        epochs=steps * batch / len(data),
+        batch_size=batch,
+        lr=spec["lr"],
+        warmup_steps=warmup,
+        seed=seed,
+        progress=False,
+    )
     t0 = time.perf_counter()
     result = train(model, CLIP(), data, config)
-    out = {"train_seconds": time.perf_counter() - t0, "steps": steps, "samples_per_s": result.samples_per_s,
-           "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6}
+    out = {
+        "train_seconds": time.perf_counter() - t0,
+        "steps": steps,
+        "samples_per_s": result.samples_per_s,
+        "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6,
+    }
     out.update(evaluate(model, tokenizer, "laptop"))
     return out
 

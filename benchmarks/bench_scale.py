@@ -32,14 +32,14 @@ import time
 
 import numpy as np
 import torch
-
 from bench_overheads import matmul_peak_flops, step_flops
+
 from vlp_lib import distributed
 from vlp_lib.data.paired import PairedData
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.methods import CLIP
-from vlp_lib.papers.protoclip.method import ProtoCLIP
 from vlp_lib.models import available_models, create_model, model_image_size
+from vlp_lib.papers.protoclip.method import ProtoCLIP
 from vlp_lib.train import TrainConfig, model_input, resolve_device, train
 
 DATASHEET_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
@@ -72,8 +72,9 @@ def main() -> None:
     tokenizer = world_tokenizer()
     model = create_model(args.model, tokenizer.vocab_size, tokenizer.context_length, image_size=args.image_size, seed=0)
     size = model_image_size(model)
-    data = random_pairs(args.batch_size * max(args.steps, args.warmup_steps), size, tokenizer.vocab_size,
-                        tokenizer.context_length)
+    data = random_pairs(
+        args.batch_size * max(args.steps, args.warmup_steps), size, tokenizer.vocab_size, tokenizer.context_length
+    )
 
     def method() -> torch.nn.Module:
         if args.method == "clip":
@@ -82,9 +83,15 @@ def main() -> None:
 
     def run(steps: int) -> float:
         episode = args.batch_size * (args.episode_steps if args.method == "protoclip" else steps)
-        config = TrainConfig(epochs=steps * args.batch_size / len(data), batch_size=args.batch_size,
-                             episode_size=min(episode, len(data)), precision=args.precision, warmup_steps=1,
-                             device=str(device), progress=False)
+        config = TrainConfig(
+            epochs=steps * args.batch_size / len(data),
+            batch_size=args.batch_size,
+            episode_size=min(episode, len(data)),
+            precision=args.precision,
+            warmup_steps=1,
+            device=str(device),
+            progress=False,
+        )
         t0 = time.perf_counter()  # the whole call: ProtoCLIP's episodes (extraction, K-Means, PBT) count too
         result = train(model, method(), data, config)
         steps_run = len(result.history)
@@ -95,12 +102,20 @@ def main() -> None:
     batch = max(1, args.batch_size // ranks.world_size)  # one rank's share: the FLOPs do not depend on precision
     flops = step_flops(model, model_input(data.images[:batch], size, device), data.tokens[:batch].to(device)) / batch
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
-    peak = 1e12 * args.peak_tflops if args.peak_tflops else \
-        matmul_peak_flops(8192 if device.type == "cuda" else 2048, device=device, dtype=dtype)
-    out = {"processes": ranks.world_size, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-           "samples_per_s": samples_per_s, "step_ms": 1000 * args.batch_size / samples_per_s,
-           "gflop_per_sample": flops / 1e9, "peak_tflops": peak / 1e12,
-           "mfu": flops * samples_per_s / (ranks.world_size * peak)}
+    peak = (
+        1e12 * args.peak_tflops
+        if args.peak_tflops
+        else matmul_peak_flops(8192 if device.type == "cuda" else 2048, device=device, dtype=dtype)
+    )
+    out = {
+        "processes": ranks.world_size,
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "samples_per_s": samples_per_s,
+        "step_ms": 1000 * args.batch_size / samples_per_s,
+        "gflop_per_sample": flops / 1e9,
+        "peak_tflops": peak / 1e12,
+        "mfu": flops * samples_per_s / (ranks.world_size * peak),
+    }
     if device.type == "cuda" and args.precision == "bf16":
         sheet = next((v for k, v in DATASHEET_BF16_TFLOPS.items() if k in out["device"]), None)
         if sheet:
@@ -110,7 +125,11 @@ def main() -> None:
         print(f"scale_config {tag}")
         for name, value in out.items():
             # prefixed: `make bench` collects every script's names in one file (bench_recipe has its own mfu)
-            print(f"scale_{name} {value:.4g}" if isinstance(value, float) else f"scale_{name} {str(value).replace(' ', '_')}")
+            print(
+                f"scale_{name} {value:.4g}"
+                if isinstance(value, float)
+                else f"scale_{name} {str(value).replace(' ', '_')}"
+            )
     if ranks.parallel:
         torch.distributed.destroy_process_group()
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-import time
 
 import torch
 
@@ -26,8 +24,13 @@ from vlp_lib.train import TrainConfig, train
 
 def samples_per_s(preset: str, precision: str, data, tokenizer, batch_size: int) -> float:
     model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0)
-    warm = TrainConfig(epochs=min(1.0, 2 * batch_size / len(data)), batch_size=batch_size, precision=precision,
-                       warmup_steps=1, progress=False)
+    warm = TrainConfig(
+        epochs=min(1.0, 2 * batch_size / len(data)),
+        batch_size=batch_size,
+        precision=precision,
+        warmup_steps=1,
+        progress=False,
+    )
     train(model, CLIP(), data, warm)
     timed = TrainConfig(epochs=1, batch_size=batch_size, precision=precision, warmup_steps=1, progress=False)
     return train(model, CLIP(), data, timed).samples_per_s

@@ -19,15 +19,23 @@ SCRIPTS = [
     ("bench_world.py", []),
     ("bench_scale.py", ["--steps", "10"]),  # samples_per_s and mfu of the whole trainer step (any device)
 ]
-HEADLINE = ("recipe_gain", "train_samples_per_s", "mfu", "trainer_overhead", "protoclip_overhead", "kmeans_share",
-            "pbt_speedup")
+HEADLINE = (
+    "recipe_gain",
+    "train_samples_per_s",
+    "mfu",
+    "trainer_overhead",
+    "protoclip_overhead",
+    "kmeans_share",
+    "pbt_speedup",
+)
 
 
 def main() -> None:
     results: dict[str, float | str] = {}
     for script, arguments in SCRIPTS:
-        out = subprocess.run([sys.executable, str(HERE / script), *arguments], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, str(HERE / script), *arguments], capture_output=True, text=True, check=True
+        )
         for line in out.stdout.splitlines():
             parts = line.split()
             if len(parts) == 2:
@@ -37,8 +45,10 @@ def main() -> None:
                 except ValueError:
                     results[parts[0]] = parts[1]
     (HERE.parent / "bench_results.json").write_text(json.dumps(results, indent=1))
-    print("--- headline figures (goals: recipe_gain >= 2; trainer_overhead <= 1.05, protoclip_overhead <= 1.25, "
-          "kmeans_share <= 0.03, pbt_speedup >= 50)")
+    print(
+        "--- headline figures (goals: recipe_gain >= 2; trainer_overhead <= 1.05, protoclip_overhead <= 1.25, "
+        "kmeans_share <= 0.03, pbt_speedup >= 50)"
+    )
     for name in HEADLINE:
         print(f"{name} {results.get(name, 'missing')}")
 

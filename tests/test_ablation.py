@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from vlp_lib.data import training
 from vlp_lib.book import report
+from vlp_lib.data import training
 from vlp_lib.papers.protoclip.book import ablation
 from vlp_lib.train import TrainConfig
 
@@ -75,8 +75,14 @@ def test_a_larger_episode_grows_the_world_and_the_training_amount(no_compute):
 
 
 # Rates passed explicitly: no calibration (which builds a model) in planning tests.
-RATES = {"train": 1_000.0, "extract": 3_000.0, "kmeans_products_per_s": 6.7e10,
-         "kmeans_seeding_products_per_s": 1.5e10, "eval_s": 7.0, "world_images_per_s": 4_000.0}
+RATES = {
+    "train": 1_000.0,
+    "extract": 3_000.0,
+    "kmeans_products_per_s": 6.7e10,
+    "kmeans_seeding_products_per_s": 1.5e10,
+    "eval_s": 7.0,
+    "world_images_per_s": 4_000.0,
+}
 
 
 def test_estimate_counts_training_extraction_kmeans_and_evaluation(no_compute):
@@ -86,9 +92,16 @@ def test_estimate_counts_training_extraction_kmeans_and_evaluation(no_compute):
     episodes = round(c["epochs"] * n / e)
     k, d = e // 10, c["method_kwargs"]["head_dim"]
     clustering = episodes - 1  # the InfoNCE-only first episode does not cluster
-    expected = (episodes * (e // c["batch_size"]) * c["batch_size"] / RATES["train"] + RATES["eval_s"]
-                + clustering * (e / RATES["extract"] + e * k * 2 * d * 20 / RATES["kmeans_products_per_s"]
-                                + e * k * 2 * d / RATES["kmeans_seeding_products_per_s"]))
+    expected = (
+        episodes * (e // c["batch_size"]) * c["batch_size"] / RATES["train"]
+        + RATES["eval_s"]
+        + clustering
+        * (
+            e / RATES["extract"]
+            + e * k * 2 * d * 20 / RATES["kmeans_products_per_s"]
+            + e * k * 2 * d / RATES["kmeans_seeding_products_per_s"]
+        )
+    )
     estimate = ablation.estimate_seconds(plan, rates=RATES)
     assert estimate["runs_to_do"] == 1 and estimate["seconds"] == pytest.approx(expected)
     assert estimate["world_seconds"] == pytest.approx(n / 4_000.0)
@@ -105,8 +118,14 @@ def test_calibration_measures_this_machine_once_per_process():
     plan = ablation.make_plan("smoke", sweeps=[], seeds=[0])
     (c,) = plan.unique_configs()
     rates = ablation.calibrate_rates(c, steps=2, evaluation=False)
-    assert set(rates) == {"world_images_per_s", "train", "extract", "kmeans_products_per_s",
-                          "kmeans_seeding_products_per_s", "eval_s"}
+    assert set(rates) == {
+        "world_images_per_s",
+        "train",
+        "extract",
+        "kmeans_products_per_s",
+        "kmeans_seeding_products_per_s",
+        "eval_s",
+    }
     assert all(np.isfinite(v) and v > 0 for k, v in rates.items() if k != "eval_s") and rates["eval_s"] == 0.0
     assert ablation.calibrate_rates(c, steps=2, evaluation=False) == rates
     estimate = ablation.estimate_seconds(plan, rates=rates)
@@ -118,7 +137,9 @@ def _fake_results(plan, effect):
     out = []
     for run in plan.runs:
         seed = run.config["seed"]
-        value = 0.2 + 0.05 * seed + effect.get((run.sweep, run.value), 0.0) + 0.001 * np.sin(7 * seed + len(str(run.value)))
+        value = (
+            0.2 + 0.05 * seed + effect.get((run.sweep, run.value), 0.0) + 0.001 * np.sin(7 * seed + len(str(run.value)))
+        )
         out.append((run, {"metrics": {"avg3/linear": value}}))
     return out
 
@@ -126,8 +147,11 @@ def _fake_results(plan, effect):
 def test_claims_are_judged_on_per_seed_differences(no_compute):
     plan = ablation.make_plan("laptop")
     n = plan.base["train_size"]
-    effect = {("target_temperature", 0.01): 0.02, ("external_teacher", "minilm"): -0.02,
-              ("episode_size", plan.base["episode_size"]): 0.0}
+    effect = {
+        ("target_temperature", 0.01): 0.02,
+        ("external_teacher", "minilm"): -0.02,
+        ("episode_size", plan.base["episode_size"]): 0.0,
+    }
     results = _fake_results(plan, effect)
     # the bars' stds are dominated by the 5-point seed offsets, the paired differences are not
     bars = ablation.sweep_table(results)
@@ -153,7 +177,9 @@ def test_verdict_rule():
     assert report.verdict([0.02, -0.02, 0.01]) == "inconclusive"
     assert report.verdict([0.5]) == "inconclusive"  # fewer than 2 seeds: no interval
     assert report.verdict([0.02, -0.02, 0.01], paper_effect=0.10) == "smaller than claimed"
-    np.testing.assert_allclose(report.paired_differences({0: 1.0, 1: 2.0, 2: 5.0}, {1: 1.5, 2: 1.0, 3: 0.0}), [0.5, 4.0])
+    np.testing.assert_allclose(
+        report.paired_differences({0: 1.0, 1: 2.0, 2: 5.0}, {1: 1.5, 2: 1.0, 3: 0.0}), [0.5, 4.0]
+    )
 
 
 def test_list_parameters_accept_papermill_strings(no_compute):

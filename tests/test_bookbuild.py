@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vlp_lib.book import build as bookbuild, pages
+from vlp_lib.book import build as bookbuild
+from vlp_lib.book import pages
 
 BAR = "clip seed 0:  50%|█████     | 4/8 [00:01<00:01,  3.10it/s, episode=1/1, loss=4.101]"
 
@@ -20,30 +21,69 @@ def _stream(text, name="stderr"):
 def _notebook():
     """What papermill leaves: the parameters cell, the injected one after it, a training cell whose stderr holds
     tqdm's redraws, its final bar and the IProgress warning, and a cell with a real warning."""
-    code = lambda source, outputs=(), tags=(): {  # noqa: E731
-        "cell_type": "code", "execution_count": 1, "id": source[:8].replace(" ", "-") or "empty",
-        "metadata": {"tags": list(tags)} if tags else {}, "outputs": list(outputs), "source": source}
+    code = (
+        lambda source, outputs=(), tags=(): {  # noqa: E731
+            "cell_type": "code",
+            "execution_count": 1,
+            "id": source[:8].replace(" ", "-") or "empty",
+            "metadata": {"tags": list(tags)} if tags else {},
+            "outputs": list(outputs),
+            "source": source,
+        }
+    )
     return {
-        "nbformat": 4, "nbformat_minor": 5, "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
         "cells": [
             {"cell_type": "markdown", "id": "title", "metadata": {}, "source": "# A page\n\ntext"},
-            code('# Parameters\nscale: str = "laptop"  # smoke | laptop\nseeds: list = [0]  # seeds\n',
-                 tags=["parameters"]),
+            code(
+                '# Parameters\nscale: str = "laptop"  # smoke | laptop\nseeds: list = [0]  # seeds\n',
+                tags=["parameters"],
+            ),
             code('# Parameters\nscale = "smoke"\nseeds = [0, 1]\n', tags=["injected-parameters"]),
-            code("import vlp_lib", [_stream(
-                "/x/site-packages/sentence_transformers/model.py:15: TqdmWarning: IProgress not found. Please "
-                "update jupyter and ipywidgets. See https://ipywidgets.readthedocs.io/en/stable/user_install.html\n"
-                "  from tqdm.autonotebook import trange\n")]),
-            code("train()", [
-                _stream("seconds per run: [1.0]\n", name="stdout"),
-                _stream("\rclip seed 0:   0%|          | 0/8 [00:00<?, ?it/s]\r" + BAR + "\r"
-                        + BAR.replace(" 50%", "100%").replace("4/8", "8/8") + "\n"),
-                _stream("rendering world: 1024img [00:02, 431.20img/s]\n"),
-                {"output_type": "execute_result", "execution_count": 1, "metadata": {},
-                 "data": {"text/plain": "42"}},
-            ]),
-            code("warn()", [_stream(["/x/eval.py:3: UserWarning: a real warning\n", "  warn('a real warning')\n",
-                                     "\rkmeans: 100%|██████████| 3/3 [00:00<00:00, 99.0it/s]\n"])]),
+            code(
+                "import vlp_lib",
+                [
+                    _stream(
+                        "/x/site-packages/sentence_transformers/model.py:15: TqdmWarning: IProgress not found. Please "
+                        "update jupyter and ipywidgets. See https://ipywidgets.readthedocs.io/en/stable/user_install.html\n"
+                        "  from tqdm.autonotebook import trange\n"
+                    )
+                ],
+            ),
+            code(
+                "train()",
+                [
+                    _stream("seconds per run: [1.0]\n", name="stdout"),
+                    _stream(
+                        "\rclip seed 0:   0%|          | 0/8 [00:00<?, ?it/s]\r"
+                        + BAR
+                        + "\r"
+                        + BAR.replace(" 50%", "100%").replace("4/8", "8/8")
+                        + "\n"
+                    ),
+                    _stream("rendering world: 1024img [00:02, 431.20img/s]\n"),
+                    {
+                        "output_type": "execute_result",
+                        "execution_count": 1,
+                        "metadata": {},
+                        "data": {"text/plain": "42"},
+                    },
+                ],
+            ),
+            code(
+                "warn()",
+                [
+                    _stream(
+                        [
+                            "/x/eval.py:3: UserWarning: a real warning\n",
+                            "  warn('a real warning')\n",
+                            "\rkmeans: 100%|██████████| 3/3 [00:00<00:00, 99.0it/s]\n",
+                        ]
+                    )
+                ],
+            ),
         ],
     }
 
@@ -72,9 +112,21 @@ def test_clean_hides_the_injected_cell_and_shows_its_values_under_the_parameters
 def test_clean_is_idempotent_and_leaves_other_notebooks_alone():
     once = bookbuild.clean(_notebook())
     assert bookbuild.clean(copy.deepcopy(once)) == once
-    plain = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "id": "a", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
-         "source": "scale = 'laptop'  # x\n"}]}
+    plain = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "a",
+                "metadata": {"tags": ["parameters"]},
+                "outputs": [],
+                "execution_count": None,
+                "source": "scale = 'laptop'  # x\n",
+            }
+        ],
+    }
     assert bookbuild.clean(copy.deepcopy(plain)) == plain
 
 
@@ -85,14 +137,17 @@ def test_clean_file_rewrites_in_place(tmp_path):
     assert "it/s" not in path.read_text() and "remove-cell" in path.read_text()
 
 
-@pytest.mark.parametrize("line,progress", [
-    (BAR, True),
-    ("\r" + BAR, True),
-    ("rendering world: 1024img [00:02, 431.20img/s]", True),
-    ("Batches: 100%|##########| 1/1 [00:00<00:00,  2.50s/it]", True),
-    ("seconds per run: [1.0, 2.0]", False),
-    ("/x/eval.py:3: UserWarning: 50% of the points [0, 1] are duplicates", False),
-])
+@pytest.mark.parametrize(
+    "line,progress",
+    [
+        (BAR, True),
+        ("\r" + BAR, True),
+        ("rendering world: 1024img [00:02, 431.20img/s]", True),
+        ("Batches: 100%|##########| 1/1 [00:00<00:00,  2.50s/it]", True),
+        ("seconds per run: [1.0, 2.0]", False),
+        ("/x/eval.py:3: UserWarning: 50% of the points [0, 1] are duplicates", False),
+    ],
+)
 def test_progress_lines(line, progress):
     assert bookbuild.is_progress_line(line) is progress
 
@@ -102,8 +157,11 @@ def test_placeholders_stand_in_for_pages_never_built(tmp_path):
     notebooks.mkdir()
     executed.mkdir()
     for name in pages.select_notebooks():
-        (notebooks / f"{name}.ipynb").write_text(json.dumps(
-            {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"# Title of {name}\n", "text"]}]}))
+        (notebooks / f"{name}.ipynb").write_text(
+            json.dumps(
+                {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"# Title of {name}\n", "text"]}]}
+            )
+        )
     (executed / "scorecard.ipynb").write_text("{}")
     (executed / "scorecard.md").write_text("# stale placeholder")
     missing = bookbuild.placeholders(notebooks, executed)

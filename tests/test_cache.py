@@ -17,8 +17,13 @@ def test_frozen_arrays_computes_once_and_loads():
 
     def build():
         calls.append(1)
-        return {"w": torch.arange(6.0).reshape(2, 3), "ids": np.array([3, 1], np.int64), "acc": 0.75,
-                "sizes": (1, 2), "note": "x"}
+        return {
+            "w": torch.arange(6.0).reshape(2, 3),
+            "ids": np.array([3, 1], np.int64),
+            "acc": 0.75,
+            "sizes": (1, 2),
+            "note": "x",
+        }
 
     first = cache.frozen_arrays("demo", {"a": 1}, build, verbose=False)
     second = cache.frozen_arrays("demo", {"a": 1}, build, verbose=False)
@@ -84,10 +89,16 @@ def test_frozen_model_trains_once_and_returns_it_frozen():
         assert not m.training and not any(p.requires_grad for p in m.parameters())
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    (dict(name=""), "name"), (dict(name="a/b"), "name"), (dict(config=[1]), "config"),
-    (dict(config={"f": object()}), "config"), (dict(build=3), "build"),
-])
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        (dict(name=""), "name"),
+        (dict(name="a/b"), "name"),
+        (dict(config=[1]), "config"),
+        (dict(config={"f": object()}), "config"),
+        (dict(build=3), "build"),
+    ],
+)
 def test_frozen_arrays_bad_arguments_raise_before_building(kwargs, param):
     called = []
     args = dict(name="demo", config={"a": 1}, build=lambda: called.append(1) or {})

@@ -4,10 +4,10 @@ import pandas as pd
 import pytest
 
 from vlp_lib import experiment, runs
-from vlp_lib.paths import REPO_ROOT
 from vlp_lib.book import report
 from vlp_lib.book.claims import noninferiority_verdict
 from vlp_lib.papers.protoclip.book import ablation, chapter
+from vlp_lib.paths import REPO_ROOT
 from vlp_lib.train import TrainConfig
 
 
@@ -26,8 +26,9 @@ def test_tables_share_rows_so_shared_runs_are_computed_once():
     assert chapter.TABLE4[0] == t3["ProtoCLIP"]  # the components' full recipe is the benchmark's E/2 run
     # Fig. 7's largest point is the benchmark's CLIP at E
     n, row = chapter.data_size_rows("laptop")[-1]
-    assert runs.config_hash(chapter.config(row, "laptop", 0, train_size=n)) == \
-        runs.config_hash(chapter.config(chapter.TABLE4[1], "laptop", 0))
+    assert runs.config_hash(chapter.config(row, "laptop", 0, train_size=n)) == runs.config_hash(
+        chapter.config(chapter.TABLE4[1], "laptop", 0)
+    )
 
 
 def test_laptop_episodes_fill_whole_batches():
@@ -73,8 +74,15 @@ def test_seeds_parameter():
 def test_relative_epochs_and_stage_shares():
     clip_row, proto_row = chapter.TABLE4[1], chapter.TABLE4[2]  # both 1 unit = 2 epochs at smoke
     clip = [_record(clip_row, s, {"x": 0.0}, {"training": 10.0, "evaluation": 99.0}) for s in (0, 1)]
-    proto = [_record(proto_row, s, {"x": 0.0}, {"training": 10.0, "episode_start": 4.0, "feature_extraction": 3.0,
-                                                   "kmeans": 0.9, "pbt": 0.1}) for s in (0, 1)]
+    proto = [
+        _record(
+            proto_row,
+            s,
+            {"x": 0.0},
+            {"training": 10.0, "episode_start": 4.0, "feature_extraction": 3.0, "kmeans": 0.9, "pbt": 0.1},
+        )
+        for s in (0, 1)
+    ]
     assert chapter.relative_epochs(clip, clip) == pytest.approx(2.0)  # evaluation is not training time
     assert chapter.relative_epochs(proto, clip) == pytest.approx(2.8)
     shares = chapter.episode_shares(proto)
@@ -121,7 +129,6 @@ def test_every_notebook_shows_its_claims_from_the_one_list():
     """Each chapter notebook shows its subset of ``CLAIMS`` (``claims_table(results, notebook=...)``, the
     ablation's through ``ablation.claims_table``), and every claim a notebook shows is on the scorecard."""
     import json
-    from pathlib import Path
 
     card = report.scorecard("smoke")
     card_ids = set(card.loc[card["paper"] == "ProtoCLIP", "id"])
@@ -153,9 +160,9 @@ def test_scorecard_judges_stored_runs():
     pbt = card.loc["table3_pbt"]
     assert pbt["verdict"] == "reproduced" and pbt["seeds"] == 3
     # per-seed differences 0.050, 0.049, 0.048: mean 4.90 pp, sd 0.1 pp, t(0.975, 2) = 4.303
-    half = 4.302653 * 0.1 / 3 ** 0.5
+    half = 4.302653 * 0.1 / 3**0.5
     assert pbt["book_value"] == "+4.90 pp" and pbt["interval"] == f"[{4.9 - half:+.2f}, {4.9 + half:+.2f}] pp"
-    assert pbt["mde"] == f"{(4.302653 + 1.060660) * 0.1 / 3 ** 0.5:.2f} pp" and pbt["seeds_needed"] == "2"
+    assert pbt["mde"] == f"{(4.302653 + 1.060660) * 0.1 / 3**0.5:.2f} pp" and pbt["seeds_needed"] == "2"
     # differences +1, 0, -1 pp: the interval holds 0 and the paper's +0.54 pp
     assert card.loc["table3_soft_target", "verdict"] == "inconclusive"
     assert card.loc["table3_teacher", "verdict"] == "not run" and card.loc["table3_teacher", "interval"] == ""
@@ -169,12 +176,22 @@ def test_claims_table_judges_a_notebooks_runs():
     for seed, luck in zip((0, 1, 2), (0.0, 0.04, -0.02)):
         metrics = {"avg3/zeroshot_top1": 0.40 + luck, "avg3/linear": 0.50 + luck, "clutter10/ari": 0.30 + luck}
         results[clip_e].append(_record(clip_e, seed, metrics, {"training": 10.0}))  # 2 epochs: 5 s per epoch
-        results[proto_half].append(_record(  # 1 epoch in 6 s: a third less time, +0.1 pp zero-shot
-            proto_half, seed, {**metrics, "avg3/zeroshot_top1": 0.401 + luck + 0.0001 * seed},
-            {"training": 4.0, "episode_start": 2.0, "feature_extraction": 1.5, "kmeans": 0.1, "pbt": 0.0}))
-        results[proto_e].append(_record(  # linear -1 pp on every seed; ARI -0.001, 0, +0.001: far below 0.059
-            proto_e, seed, {**metrics, "avg3/linear": 0.49 + luck, "clutter10/ari": 0.30 + luck + 0.001 * (seed - 1)},
-            {"training": 12.0}))
+        results[proto_half].append(
+            _record(  # 1 epoch in 6 s: a third less time, +0.1 pp zero-shot
+                proto_half,
+                seed,
+                {**metrics, "avg3/zeroshot_top1": 0.401 + luck + 0.0001 * seed},
+                {"training": 4.0, "episode_start": 2.0, "feature_extraction": 1.5, "kmeans": 0.1, "pbt": 0.0},
+            )
+        )
+        results[proto_e].append(
+            _record(  # linear -1 pp on every seed; ARI -0.001, 0, +0.001: far below 0.059
+                proto_e,
+                seed,
+                {**metrics, "avg3/linear": 0.49 + luck, "clutter10/ari": 0.30 + luck + 0.001 * (seed - 1)},
+                {"training": 12.0},
+            )
+        )
     bench = chapter.claims_table(results, notebook="benchmark")
     assert list(bench.index) == ["table4_linear", "table4_zeroshot", "table4_half_epochs"]
     assert bench.loc["table4_linear", "verdict"] == "opposite"
@@ -200,7 +217,7 @@ def test_scorecard_judges_stored_ablation_sweeps():
         if run.sweep in ("base", "target_temperature"):
             gain = 0.02 if run.value == 0.01 else 0.0
             seed = run.config["seed"]
-            value = 0.3 + 0.05 * seed + gain + 0.001 * seed ** 2
+            value = 0.3 + 0.05 * seed + gain + 0.001 * seed**2
             runs.save(experiment.RUN_KIND, run.config, {"avg3/linear": value}, {}, paper=experiment.paper(run.config))
     card = report.scorecard("smoke").set_index("id")
     soft = card.loc["fig6b_soft_target"]
@@ -214,10 +231,16 @@ def test_row_table_reports_paired_differences():
     results = {t3["ProtoCLIP w/o RoBERTa"]: [], t3["- w/o PBT"]: []}
     for seed, luck in zip((0, 1, 2), (0.0, 0.05, -0.03)):
         results[t3["ProtoCLIP w/o RoBERTa"]].append(
-            _record(t3["ProtoCLIP w/o RoBERTa"], seed, {"avg3/linear": 0.30 + luck}, {}))
+            _record(t3["ProtoCLIP w/o RoBERTa"], seed, {"avg3/linear": 0.30 + luck}, {})
+        )
         results[t3["- w/o PBT"]].append(_record(t3["- w/o PBT"], seed, {"avg3/linear": 0.28 + luck}, {}))
-    table = chapter.row_table(results, list(results), {"avg3/linear": "linear"},
-                              reference=t3["ProtoCLIP w/o RoBERTa"], delta_metric="avg3/linear")
+    table = chapter.row_table(
+        results,
+        list(results),
+        {"avg3/linear": "linear"},
+        reference=t3["ProtoCLIP w/o RoBERTa"],
+        delta_metric="avg3/linear",
+    )
     assert isinstance(table, pd.DataFrame)
     assert table.loc["- w/o PBT", "Δ (pp, per seed)"] == "-2.00 ± 0.00"
     assert table.loc["- w/o PBT", "vs reference"] == "lower"

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from vlp_lib import eval as ev
-from vlp_lib.eval import common
 from vlp_lib import experiment, suite
 from vlp_lib.data.tokenizer import world_tokenizer
+from vlp_lib.eval import common
 from vlp_lib.models import (
     DEFAULT_PRECISION,
     CompositeCLIP,
@@ -34,8 +34,9 @@ def tokenizer():
 
 def _models(tokenizer, student_embed_dim=None):
     """A fresh rn-tiny student (eval mode) and rn-small teacher (eval mode) for the world tokenizer."""
-    student = create_model("rn-tiny", tokenizer.vocab_size, tokenizer.context_length, image_size=32, seed=0,
-                           embed_dim=student_embed_dim)
+    student = create_model(
+        "rn-tiny", tokenizer.vocab_size, tokenizer.context_length, image_size=32, seed=0, embed_dim=student_embed_dim
+    )
     teacher = create_model("rn-small", tokenizer.vocab_size, tokenizer.context_length, image_size=32, seed=1)
     return student.eval(), teacher.eval()
 
@@ -114,10 +115,12 @@ def test_composite_encodes_images_with_the_image_model_and_texts_with_the_text_m
     images, tokens = _images(), tokenizer(CAPTIONS)
     with torch.no_grad():
         for normalize in (False, True):
-            assert torch.equal(comp.encode_image(images, normalize=normalize),
-                               student.encode_image(images, normalize=normalize))
-            assert torch.equal(comp.encode_text(tokens, normalize=normalize),
-                               teacher.encode_text(tokens, normalize=normalize))
+            assert torch.equal(
+                comp.encode_image(images, normalize=normalize), student.encode_image(images, normalize=normalize)
+            )
+            assert torch.equal(
+                comp.encode_text(tokens, normalize=normalize), teacher.encode_text(tokens, normalize=normalize)
+            )
         # the text side is the teacher's, not the student's own text tower
         assert not torch.allclose(comp.encode_text(tokens), student.encode_text(tokens))
         out = comp(images, tokens)
@@ -169,8 +172,9 @@ def test_mismatched_embed_dims_are_refused_before_freezing(tokenizer):
         CompositeCLIP(student, teacher)
     assert all(p.requires_grad for p in teacher.parameters())  # nothing was frozen
     # the student built with the teacher's width is accepted
-    wide = create_model("rn-tiny", tokenizer.vocab_size, tokenizer.context_length, seed=0,
-                        embed_dim=text_embed_dim(teacher))
+    wide = create_model(
+        "rn-tiny", tokenizer.vocab_size, tokenizer.context_length, seed=0, embed_dim=text_embed_dim(teacher)
+    )
     assert CompositeCLIP(wide, teacher).embed_dim == 128
 
 
@@ -184,8 +188,7 @@ def test_models_without_the_needed_tower_are_refused(composite):
 
 def test_composite_runs_the_evaluation_suite(composite, tokenizer):
     comp, student, _ = composite
-    config = experiment.make_config("smoke", task_train=40, task_test=20, retrieval_images=10,
-                                    eval_tasks=["shapes10"])
+    config = experiment.make_config("smoke", task_train=40, task_test=20, retrieval_images=10, eval_tasks=["shapes10"])
     metrics = suite.evaluate_suite(comp, tokenizer, config)
     # zero-shot and retrieval, as for any CLIP: the keys of the chance levels, plus the modality gap
     assert set(metrics) == set(suite.chance_levels(config)) | {"retrieval/modality_gap"}

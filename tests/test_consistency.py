@@ -29,9 +29,14 @@ def small_world():
 
 # augment(torch.randn(64, 3, 32, 32, generator=seed 0), name, generator=seed 7).double().sum() before
 # return_params existed: recording the parameters must leave every output as it was.
-REFERENCE_SUMS = {"off": -694.4343631726697, "none": -648.7962842207171, "simclr": -3963.6453909873962,
-                  "protoclip": -616.903687119484, "local": -710.9295586805625,
-                  "rrc": -549.1096088468184}
+REFERENCE_SUMS = {
+    "off": -694.4343631726697,
+    "none": -648.7962842207171,
+    "simclr": -3963.6453909873962,
+    "protoclip": -616.903687119484,
+    "local": -710.9295586805625,
+    "rrc": -549.1096088468184,
+}
 
 
 @pytest.mark.parametrize("name", sorted(AUGMENTATIONS))

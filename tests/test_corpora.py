@@ -24,12 +24,18 @@ def _caption_regex() -> re.Pattern:
     size = _alt([w for ws in vocab.SIZES_TABLE.values() for w in ws])
     position = _alt([w for ws in vocab.POSITIONS_TABLE.values() for w in ws])
     obj = rf"(?:a|an) (?:{size} )?{colour} {_alt(vocab.SHAPES)}(?: {position})?"
-    join = _alt([", ", " and ", *(f" {p} " for p in vocab.PAIRINGS),
-                 *(f" {r} " for rs in vocab.RELATIONS.values() for r in rs)])
-    slots = {"{objs}": rf"{obj}(?:{join}{obj})*", "{count}": _alt(vocab.COUNT_WORDS),
-             "{bg}": _alt([w for ws in vocab.BACKGROUNDS_TABLE.values() for w in ws])}
-    parts = ["".join(slots.get(p, re.escape(p)) for p in re.split(r"(\{objs\}|\{bg\}|\{count\})", t))
-             for t in vocab.CAPTION_TEMPLATES]
+    join = _alt(
+        [", ", " and ", *(f" {p} " for p in vocab.PAIRINGS), *(f" {r} " for rs in vocab.RELATIONS.values() for r in rs)]
+    )
+    slots = {
+        "{objs}": rf"{obj}(?:{join}{obj})*",
+        "{count}": _alt(vocab.COUNT_WORDS),
+        "{bg}": _alt([w for ws in vocab.BACKGROUNDS_TABLE.values() for w in ws]),
+    }
+    parts = [
+        "".join(slots.get(p, re.escape(p)) for p in re.split(r"(\{objs\}|\{bg\}|\{count\})", t))
+        for t in vocab.CAPTION_TEMPLATES
+    ]
     return re.compile("|".join(f"(?:{p})" for p in parts))
 
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from vlp_lib.papers.pyramidclip import detector as det
 from vlp_lib.data.tasks import TASK_SEED_BASE
 from vlp_lib.data.world import MAX_OVERLAP, generate
+from vlp_lib.papers.pyramidclip import detector as det
 
 # A detector small enough for tests: 300 training images (about 600 crops), 4 epochs of a width-8 CNN.
 TINY = dict(train_images=300, test_images=150, epochs=4, width=8, batch_size=32, lr=3e-3, probe=False)
@@ -144,27 +144,35 @@ def test_false_positives_land_on_background_after_the_true_boxes(tiny_detector):
     assert all(len(o) == len(b) + 1 and np.array_equal(o[:-1], b) for o, b in zip(out, boxes))
     fp = np.stack([o[-1] for o in out])
     side = fp[:, 2] - fp[:, 0]
-    assert np.allclose(side, 0.34 * 32) and np.allclose(side, fp[:, 3] - fp[:, 1]) and (fp >= 0).all() \
-        and (fp <= 32).all()
+    assert (
+        np.allclose(side, 0.34 * 32) and np.allclose(side, fp[:, 3] - fp[:, 1]) and (fp >= 0).all() and (fp <= 32).all()
+    )
     free = np.array([det._overlap(f, b).max() <= MAX_OVERLAP + 1e-6 for f, b in zip(fp, boxes)])
     counts = np.array([len(b) for b in boxes])
     assert free[counts == 1].mean() > 0.9 and free[counts < 3].mean() > free[counts == 3].mean() > 0.4
     half = det.detect_boxes(images, boxes, false_positive_rate=0.5, seed=0)
     assert 30 < sum(len(o) - len(b) for o, b in zip(half, boxes)) < 70
-    feats, mask = det.roi_features(images, tiny_detector, boxes=boxes, max_rois=4, false_positive_rate=1.0,
-                                   cache=False)
+    feats, mask = det.roi_features(images, tiny_detector, boxes=boxes, max_rois=4, false_positive_rate=1.0, cache=False)
     np.testing.assert_array_equal(mask.sum(1), [min(len(b) + 1, 4) for b in boxes])
-    trunc, tmask = det.roi_features(images, tiny_detector, boxes=boxes, max_rois=3, false_positive_rate=1.0,
-                                    cache=False)
+    trunc, tmask = det.roi_features(
+        images, tiny_detector, boxes=boxes, max_rois=3, false_positive_rate=1.0, cache=False
+    )
     three = np.array([len(b) == 3 for b in boxes])
     np.testing.assert_allclose(trunc[three][:, :, 64:] * 32, np.stack([b for b in boxes if len(b) == 3]), atol=1e-4)
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    (dict(jitter=-0.1), "jitter"), (dict(jitter=float("nan")), "jitter"), (dict(miss_rate=1.0), "miss_rate"),
-    (dict(false_positive_rate=1.5), "false_positive_rate"), (dict(noise_seed=-1), "noise_seed"),
-    (dict(max_rois=0), "max_rois"), (dict(boxes=[np.zeros((1, 4))]), "boxes"),
-])
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        (dict(jitter=-0.1), "jitter"),
+        (dict(jitter=float("nan")), "jitter"),
+        (dict(miss_rate=1.0), "miss_rate"),
+        (dict(false_positive_rate=1.5), "false_positive_rate"),
+        (dict(noise_seed=-1), "noise_seed"),
+        (dict(max_rois=0), "max_rois"),
+        (dict(boxes=[np.zeros((1, 4))]), "boxes"),
+    ],
+)
 def test_bad_roi_knobs_raise_naming_the_parameter(kwargs, param, world, monkeypatch):
     monkeypatch.setattr(det, "crop_rois", lambda *a, **k: pytest.fail("computed before validating"))
     fake = det.Detector(det.CropNet(width=8), {"trained": False}, {})
@@ -182,9 +190,15 @@ def test_bad_inputs_and_detector_knobs_raise_naming_the_parameter(world, monkeyp
         det.detect_boxes(world.images, [np.zeros((1, 3))] + list(world.boxes[1:]))
     with pytest.raises(ValueError, match="seed"):
         det.detect_boxes(world.images, world.boxes, seed=-2)
-    for kwargs, param in [(dict(epochs=0), "epochs"), (dict(width=1.5), "width"), (dict(lr=0.0), "lr"),
-                          (dict(world_seed=TASK_SEED_BASE), "world_seed"), (dict(trained="yes"), "trained"),
-                          (dict(train_images=0), "train_images"), (dict(probe=1), "probe")]:
+    for kwargs, param in [
+        (dict(epochs=0), "epochs"),
+        (dict(width=1.5), "width"),
+        (dict(lr=0.0), "lr"),
+        (dict(world_seed=TASK_SEED_BASE), "world_seed"),
+        (dict(trained="yes"), "trained"),
+        (dict(train_images=0), "train_images"),
+        (dict(probe=1), "probe"),
+    ]:
         with pytest.raises(ValueError, match=param):
             det.load_detector(verbose=False, **kwargs)
     with pytest.raises(TypeError):

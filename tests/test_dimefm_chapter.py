@@ -6,13 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vlp_lib.data import training
-from vlp_lib import experiment
 from vlp_lib.book import claims
+from vlp_lib.data import corpora, training
+from vlp_lib.data.tasks import SHAPE_SET_A
 from vlp_lib.papers.dimefm import mmd
 from vlp_lib.papers.dimefm.book import chapter, paper
-from vlp_lib.data import corpora
-from vlp_lib.data.tasks import SHAPE_SET_A
 
 
 def _records(values, metric):
@@ -64,7 +62,8 @@ def test_references_match_the_teacher_and_the_student():
         assert set(c["world_knobs"]["shapes"]) == set(SHAPE_SET_A)
     # the rows whose claims read zero-shot only skip the probes; those of D1/D2 (linear) keep them
     assert {r.label for r in chapter.BENCHMARK if not chapter.config(r, "laptop")["eval_probes"]} == {
-        r.label for r in (chapter.TEACHER, chapter.C_SMALL, chapter.AUG_OFF, chapter.AUG_HEAVY, chapter.CONSTRUCTED)}
+        r.label for r in (chapter.TEACHER, chapter.C_SMALL, chapter.AUG_OFF, chapter.AUG_HEAVY, chapter.CONSTRUCTED)
+    }
 
 
 def test_the_coverage_corpus_holds_the_cr_images_at_equal_samples(monkeypatch):
@@ -83,8 +82,9 @@ def test_the_coverage_corpus_holds_the_cr_images_at_equal_samples(monkeypatch):
             assert all(p["knobs"]["colours"] == list(chapter.HELD_OUT) for p in c["world_mix"])
             assert c["eval_tasks"] == ["colour"] and c["method"] == ("dimefm" if name == "student" else "clip")
     # the smoke scale builds the mix for real: the held-out colours appear only in its last images
-    data = training.world_data(chapter.config(chapter.COVERAGE["student"]["many"], "smoke"),
-                                 training.world_tokenizer(24))
+    data = training.world_data(
+        chapter.config(chapter.COVERAGE["student"]["many"], "smoke"), training.world_tokenizer(24)
+    )
     colour_ids = [vocab.COLOURS.index(c) for c in chapter.HELD_OUT]
     n_cr = 3 * chapter.CHAPTER_SCALES["smoke"]["coverage_counts"]["many"]
     primary = np.isin(data.extra["labels"]["colour"], colour_ids)
@@ -144,11 +144,18 @@ def test_equivalence_and_non_inferiority_verdicts():
     noisy = judge(d1, {d1.better: _records([0.45, 0.55, 0.50], d1.metric), d1.reference: ref})
     assert noisy["verdict"] == "inconclusive" and noisy["seeds_needed"]
     d11 = next(c for c in chapter.CLAIMS if c.id == "D11")
-    above = judge(d11, {d11.better: _records([0.51, 0.525, 0.515], d11.metric),
-                                d11.reference: _records([0.50, 0.52, 0.51], d11.metric)})
+    above = judge(
+        d11,
+        {
+            d11.better: _records([0.51, 0.525, 0.515], d11.metric),
+            d11.reference: _records([0.50, 0.52, 0.51], d11.metric),
+        },
+    )
     assert above["verdict"] == "reproduced"
-    below = judge(d11, {d11.better: _records([0.45, 0.47, 0.46], d11.metric),
-                                d11.reference: _records([0.50, 0.52, 0.51], d11.metric)})
+    below = judge(
+        d11,
+        {d11.better: _records([0.45, 0.47, 0.46], d11.metric), d11.reference: _records([0.50, 0.52, 0.51], d11.metric)},
+    )
     assert below["verdict"] == "opposite"
     assert judge(d1, {d1.better: ref})["verdict"] == "not run"
 
@@ -157,8 +164,11 @@ def test_best_of_takes_the_best_candidate_and_not_run_claims_stay_not_run():
     claim = next(c for c in chapter.CLAIMS if c.id == "D7_covered")
     key = claim.metric
     low, best = claim.candidates
-    results = {claim.reference: _records([0.30, 0.31, 0.32], key), low: _records([0.29, 0.30, 0.31], key),
-               best: _records([0.40, 0.42, 0.41], key)}
+    results = {
+        claim.reference: _records([0.30, 0.31, 0.32], key),
+        low: _records([0.29, 0.30, 0.31], key),
+        best: _records([0.40, 0.42, 0.41], key),
+    }
     line = judge(claim, results)
     assert line["verdict"] == "reproduced" and best.label in line["book_value"]
     d4 = next(c for c in chapter.CLAIMS if c.id == "D4")
@@ -168,8 +178,12 @@ def test_best_of_takes_the_best_candidate_and_not_run_claims_stay_not_run():
 def test_difference_of_differences():
     claim = next(c for c in chapter.CLAIMS if c.id == "D5_gap")
     (_, few_s, key), (_, few_c, _), (_, many_s, _), (_, many_c, _) = claim.terms
-    results = {few_s: _records([0.50, 0.52, 0.55], key), few_c: _records([0.20, 0.21, 0.26], key),
-               many_s: _records([0.70, 0.71, 0.72], key), many_c: _records([0.66, 0.68, 0.69], key)}
+    results = {
+        few_s: _records([0.50, 0.52, 0.55], key),
+        few_c: _records([0.20, 0.21, 0.26], key),
+        many_s: _records([0.70, 0.71, 0.72], key),
+        many_c: _records([0.66, 0.68, 0.69], key),
+    }
     d = chapter.interaction_differences(claim.terms, results)
     np.testing.assert_allclose(d, [0.30 - 0.04, 0.31 - 0.03, 0.29 - 0.03])
     assert judge(claim, results)["verdict"] == "reproduced"
@@ -180,8 +194,13 @@ def test_difference_of_differences():
 def _per_shape_records(rows_of_values):
     from vlp_lib.data import vocab
 
-    return [{"config": {"seed": s}, "metrics": {chapter.PER_SHAPE + name: float(v) for name, v in zip(vocab.SHAPES, values)}}
-            for s, values in enumerate(rows_of_values)]
+    return [
+        {
+            "config": {"seed": s},
+            "metrics": {chapter.PER_SHAPE + name: float(v) for name, v in zip(vocab.SHAPES, values)},
+        }
+        for s, values in enumerate(rows_of_values)
+    ]
 
 
 def test_spearman_claims_and_the_derived_coverage_metrics():
@@ -218,8 +237,14 @@ def _mmd(values):
 
 
 def test_mmd_claims_need_every_kernel_and_draw():
-    gap = {("images", "captions"): 0.5, ("images", "NLP"): 0.7, ("images", "constructed"): 0.45,
-           ("captions", "NLP"): 0.2, ("captions", "constructed"): 0.05, ("NLP", "constructed"): 0.15}
+    gap = {
+        ("images", "captions"): 0.5,
+        ("images", "NLP"): 0.7,
+        ("images", "constructed"): 0.45,
+        ("captions", "NLP"): 0.2,
+        ("captions", "constructed"): 0.05,
+        ("NLP", "constructed"): 0.15,
+    }
     by_check = {c.check: c for c in chapter.CLAIMS if c.kind == "every_draw"}
     for check in ("gap", "captions", "images"):
         assert judge(by_check[check], {}, _mmd(gap))["verdict"] == "reproduced"
@@ -251,8 +276,10 @@ def test_every_dimefm_notebook_shows_its_claims_and_all_reach_the_scorecard():
 def test_the_chapter_names_the_source_defects():
     from vlp_lib.paths import REPO_ROOT
 
-    text = "".join("".join(c["source"]) for c in json.loads(
-        (REPO_ROOT / "notebooks" / "dimefm_benchmark.ipynb").read_text())["cells"])
+    text = "".join(
+        "".join(c["source"])
+        for c in json.loads((REPO_ROOT / "notebooks" / "dimefm_benchmark.ipynb").read_text())["cells"]
+    )
     for needle in ("9.4%", "92.2%", "475.4%", "66.5%", "60.8%", "50.12", "50.2"):
         assert needle in text, needle
     assert len(paper.SOURCE_DEFECTS) >= 3

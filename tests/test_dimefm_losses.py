@@ -51,14 +51,15 @@ def test_scaled_logits_are_cosines_times_100():
 def test_kl_distill_is_kldivloss_batchmean(temperature):
     g = torch.Generator().manual_seed(3)
     t, s = 20.0 * torch.randn(5, 7, generator=g), 20.0 * torch.randn(5, 7, generator=g)
-    expected = torch.nn.KLDivLoss(reduction="batchmean")(F.log_softmax(s / temperature, 1),
-                                                          F.softmax(t / temperature, 1))
+    expected = torch.nn.KLDivLoss(reduction="batchmean")(
+        F.log_softmax(s / temperature, 1), F.softmax(t / temperature, 1)
+    )
     got = kl_distill(t, s, temperature)
     assert torch.allclose(got, expected, atol=1e-6, rtol=1e-6)
     assert torch.allclose(got.double(), kl_reference(t, s, temperature), atol=1e-5, rtol=1e-5)
     assert got > 0
     # batchmean: the mean over rows of the per-row KL, not over all B * C entries
-    per_row = torch.stack([kl_reference(t[i:i + 1], s[i:i + 1], temperature) for i in range(5)])
+    per_row = torch.stack([kl_reference(t[i : i + 1], s[i : i + 1], temperature) for i in range(5)])
     assert torch.allclose(got.double(), per_row.mean(), atol=1e-5, rtol=1e-5)
 
 
@@ -98,13 +99,14 @@ def test_temperature_rescales_logits_and_softens_without_a_t_squared_factor():
     t = 50.0 * torch.randn(6, 9, generator=g, dtype=torch.float64)
     s = 50.0 * torch.randn(6, 9, generator=g, dtype=torch.float64)
     for temperature in (1.0, 3.0, 7.0):
-        assert torch.allclose(kl_distill(t, s, temperature), kl_distill(t / temperature, s / temperature, 1.0),
-                              atol=1e-12, rtol=1e-10)
+        assert torch.allclose(
+            kl_distill(t, s, temperature), kl_distill(t / temperature, s / temperature, 1.0), atol=1e-12, rtol=1e-10
+        )
     # both distributions tend to uniform as T grows, and KL to 0 like 1/T^2: T^2 KL -> 1/2 mean_i Var_j(t_ij - s_ij)
     # (second-order expansion). With a T^2 factor the loss would tend to that constant instead of to 0.
     limit = 0.5 * (t - s).var(dim=1, unbiased=False).mean()
     values = {T: kl_distill(t, s, T) for T in (1.0, 3.0, 7.0, 1e4, 1e5)}
-    assert math.isclose((1e5 ** 2 * values[1e5]).item(), limit.item(), rel_tol=1e-2)
+    assert math.isclose((1e5**2 * values[1e5]).item(), limit.item(), rel_tol=1e-2)
     assert math.isclose((values[1e4] / values[1e5]).item(), 100.0, rel_tol=5e-2)
     assert values[1e4] < values[7.0] < values[3.0] < values[1.0]
     # the teacher target is softer at higher T: its entropy grows with T
@@ -142,10 +144,12 @@ def test_terms_match_the_written_out_formulas_on_unpaired_batches():
     assert torch.isfinite(got_vl)
     assert torch.allclose(got_vl.double(), expected_vl, atol=1e-3, rtol=1e-4)
     g = cosine(t_img, t_img)
-    assert torch.allclose(pvl_loss(t_img, s_img).double(), 2 * kl_reference(g, cosine(s_img, t_img), 3.0),
-                          atol=1e-4, rtol=1e-4)
-    assert torch.allclose(udist_loss(t_img, s_img).double(), 2 * kl_reference(g, cosine(s_img, s_img), 7.0),
-                          atol=1e-4, rtol=1e-4)
+    assert torch.allclose(
+        pvl_loss(t_img, s_img).double(), 2 * kl_reference(g, cosine(s_img, t_img), 3.0), atol=1e-4, rtol=1e-4
+    )
+    assert torch.allclose(
+        udist_loss(t_img, s_img).double(), 2 * kl_reference(g, cosine(s_img, s_img), 7.0), atol=1e-4, rtol=1e-4
+    )
     # the defaults are the code's temperatures
     assert torch.allclose(pvl_loss(t_img, s_img), pvl_loss(t_img, s_img, temperature=3.0))
     assert not torch.allclose(pvl_loss(t_img, s_img), pvl_loss(t_img, s_img, temperature=1.0), rtol=1e-3)

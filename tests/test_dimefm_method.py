@@ -4,24 +4,23 @@ two steps, rn-tiny students distilled from it for a few steps through the one tr
 from types import SimpleNamespace
 
 import numpy as np
+import open_clip
 import pytest
 import torch
 
-import open_clip
-
-from vlp_lib.data import training
 from vlp_lib import eval as ev
 from vlp_lib import experiment, models, runs
-from vlp_lib.data import corpora, world
+from vlp_lib.data import corpora, training, world
 from vlp_lib.data.sampler import EpisodeSampler, MixedSampler
 from vlp_lib.data.transforms import AUGMENTATIONS, augment
 from vlp_lib.methods import available_methods, create_method
-from vlp_lib.papers.dimefm.method import DIMEFM
 from vlp_lib.models import CompositeCLIP
+from vlp_lib.papers.dimefm.method import DIMEFM
 from vlp_lib.train import train
 
-TINY = dict(train_size=64, batch_size=32, epochs=1, task_train=40, task_test=20, retrieval_images=10,
-            eval_tasks=["shapes10"])
+TINY = dict(
+    train_size=64, batch_size=32, epochs=1, task_train=40, task_test=20, retrieval_images=10, eval_tasks=["shapes10"]
+)
 NLP = {"kind": "nlp", "n": 40, "seed": 3}
 
 
@@ -51,8 +50,16 @@ def prepare(config):
     method = create_method(config["method"], **experiment.method_arguments(config, data, model, tokenizer, trained))
     merged, sampler = method.training_data(data)
     teacher, teacher_tokenizer = trained(config["method_kwargs"]["teacher"])
-    return SimpleNamespace(images=data, data=merged, sampler=sampler, model=model, method=method, teacher=teacher,
-                           tokenizer=tokenizer, teacher_tokenizer=teacher_tokenizer)
+    return SimpleNamespace(
+        images=data,
+        data=merged,
+        sampler=sampler,
+        model=model,
+        method=method,
+        teacher=teacher,
+        tokenizer=tokenizer,
+        teacher_tokenizer=teacher_tokenizer,
+    )
 
 
 def record_batches(method, also_pseudo=False):
@@ -62,8 +69,14 @@ def record_batches(method, also_pseudo=False):
     loss, pseudo_texts = method.loss, method.pseudo_texts
 
     def recording_loss(model, batch):
-        seen.append(SimpleNamespace(images=batch.indices.copy(), texts=batch.text_indices.copy(),
-                                    positions=batch.positions.copy(), tokens=batch.texts.clone()))
+        seen.append(
+            SimpleNamespace(
+                images=batch.indices.copy(),
+                texts=batch.text_indices.copy(),
+                positions=batch.positions.copy(),
+                tokens=batch.texts.clone(),
+            )
+        )
         return loss(model, batch)
 
     def recording_pseudo(batch):
@@ -78,8 +91,14 @@ def record_batches(method, also_pseudo=False):
 
 
 def fit(run, config, checkpoint=None):
-    return train(run.model, run.method, run.data, experiment.train_config(config, progress=False), checkpoint,
-                 sampler=run.sampler)
+    return train(
+        run.model,
+        run.method,
+        run.data,
+        experiment.train_config(config, progress=False),
+        checkpoint,
+        sampler=run.sampler,
+    )
 
 
 # --- refused before any compute ------------------------------------------------------------------------------
@@ -90,8 +109,13 @@ def no_compute(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("computed before validating")
 
-    for module, name in ((world, "generate"), (training, "generate"), (experiment, "create_model"),
-                         (experiment, "run"), (experiment, "train")):
+    for module, name in (
+        (world, "generate"),
+        (training, "generate"),
+        (experiment, "create_model"),
+        (experiment, "run"),
+        (experiment, "train"),
+    ):
         monkeypatch.setattr(module, name, forbidden)
 
 
@@ -99,21 +123,24 @@ def test_dimefm_is_registered():
     assert "dimefm" in available_methods()
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    ({"lambda1": 1.5}, "lambda1"),
-    ({"lambda1": True}, "lambda1"),
-    ({"lambda2": -0.1}, "lambda2"),
-    ({"pvl": "across"}, "pvl"),
-    ({"texts": {"kind": "poems", "n": 3}}, "texts"),
-    ({"texts": {"kind": "nlp", "n": 0, "seed": 1}}, "texts"),
-    ({"texts": NLP, "paired": True}, "paired"),
-    ({"paired": "yes"}, "paired"),
-    ({"teacher_policy": "maybe"}, "teacher_policy"),
-    ({"teacher_policy": "reuse"}, "teacher_policy"),  # this teacher (seed 99) was never trained
-    ({"temperature": 2}, "method_kwargs"),
-    ({"model": "rn-small"}, "larger than the teacher"),  # an rn-small student of an rn-small teacher is fine ...
-    ({"texts": {"kind": "constructed", "queries": 65, "pool": NLP}}, "texts"),
-])
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        ({"lambda1": 1.5}, "lambda1"),
+        ({"lambda1": True}, "lambda1"),
+        ({"lambda2": -0.1}, "lambda2"),
+        ({"pvl": "across"}, "pvl"),
+        ({"texts": {"kind": "poems", "n": 3}}, "texts"),
+        ({"texts": {"kind": "nlp", "n": 0, "seed": 1}}, "texts"),
+        ({"texts": NLP, "paired": True}, "paired"),
+        ({"paired": "yes"}, "paired"),
+        ({"teacher_policy": "maybe"}, "teacher_policy"),
+        ({"teacher_policy": "reuse"}, "teacher_policy"),  # this teacher (seed 99) was never trained
+        ({"temperature": 2}, "method_kwargs"),
+        ({"model": "rn-small"}, "larger than the teacher"),  # an rn-small student of an rn-small teacher is fine ...
+        ({"texts": {"kind": "constructed", "queries": 65, "pool": NLP}}, "texts"),
+    ],
+)
 def test_bad_arguments_are_refused_before_any_compute(no_compute, teacher_config, kwargs, param):
     teacher = {**teacher_config, "seed": 99}
     if param == "larger than the teacher":  # ... of an rn-tiny teacher it is not
@@ -156,12 +183,17 @@ def test_corpus_specs_are_checked_and_built():
     assert corpora.check_corpus(constructed) is constructed
     with pytest.raises(ValueError, match="spec: a 'constructed' corpus .* needs the teacher's features"):
         corpora.build_corpus({"kind": "union", "parts": [prompts, constructed]})
-    for bad, name in [("nlp", "spec"), ({"kind": "books"}, "kind"), ({"kind": "nlp", "n": 3}, "seed"),
-                      ({"kind": "nlp", "n": 3, "seed": 1, "extra": 0}, "extra"),
-                      ({"kind": "captions", "n": 3, "seed": 1, "world_knobs": {"clutter": 5.0}}, "clutter"),
-                      ({"kind": "prompts", "classnames": []}, "classnames"), ({"kind": "union", "parts": []}, "parts"),
-                      ({"kind": "constructed", "queries": 0, "pool": prompts}, "queries"),
-                      ({"kind": "constructed", "queries": 1, "pool": constructed}, "pool")]:
+    for bad, name in [
+        ("nlp", "spec"),
+        ({"kind": "books"}, "kind"),
+        ({"kind": "nlp", "n": 3}, "seed"),
+        ({"kind": "nlp", "n": 3, "seed": 1, "extra": 0}, "extra"),
+        ({"kind": "captions", "n": 3, "seed": 1, "world_knobs": {"clutter": 5.0}}, "clutter"),
+        ({"kind": "prompts", "classnames": []}, "classnames"),
+        ({"kind": "union", "parts": []}, "parts"),
+        ({"kind": "constructed", "queries": 0, "pool": prompts}, "queries"),
+        ({"kind": "constructed", "queries": 1, "pool": constructed}, "pool"),
+    ]:
         with pytest.raises(ValueError, match=name):
             corpora.check_corpus(bad)
 
@@ -211,8 +243,9 @@ def test_teacher_features_are_its_unaugmented_images_and_its_texts(teacher_confi
     config = student_config(teacher_config)  # own captions, unpaired
     run = prepare(config)
     torch.testing.assert_close(run.images.extra["teacher_image"], ev.encode_images(run.teacher, run.images.images))
-    torch.testing.assert_close(run.images.extra["teacher_text"],
-                               ev.encode_texts(run.teacher, run.teacher_tokenizer, run.images.captions))
+    torch.testing.assert_close(
+        run.images.extra["teacher_text"], ev.encode_texts(run.teacher, run.teacher_tokenizer, run.images.captions)
+    )
     assert run.data is run.images and run.sampler.paired is False
     # computed once per (teacher, corpus, code): a second run of the same corpora loads them
     monkeypatch.setattr(ev, "encode_images", lambda *a, **k: pytest.fail("teacher features recomputed"))
@@ -226,12 +259,18 @@ def test_teacher_features_follow_the_corpus_of_a_world_mix(teacher_config):
     the first mix's teacher features (targets of other images)."""
     mix = [{"n": 16, "seed": 11, "knobs": {"colours": ["teal"], "min_objects": 1, "max_objects": 1}}]
     plain = prepare(student_config(teacher_config))
-    mixed = prepare(experiment.make_config("smoke", method="dimefm", method_kwargs={"teacher": teacher_config},
-                                           world_mix=mix, **TINY))
-    torch.testing.assert_close(mixed.images.extra["teacher_image"],
-                               ev.encode_images(mixed.teacher, mixed.images.images))
-    torch.testing.assert_close(mixed.images.extra["teacher_text"],
-                               ev.encode_texts(mixed.teacher, mixed.teacher_tokenizer, mixed.images.captions))
+    mixed = prepare(
+        experiment.make_config(
+            "smoke", method="dimefm", method_kwargs={"teacher": teacher_config}, world_mix=mix, **TINY
+        )
+    )
+    torch.testing.assert_close(
+        mixed.images.extra["teacher_image"], ev.encode_images(mixed.teacher, mixed.images.images)
+    )
+    torch.testing.assert_close(
+        mixed.images.extra["teacher_text"],
+        ev.encode_texts(mixed.teacher, mixed.teacher_tokenizer, mixed.images.captions),
+    )
     assert not torch.equal(mixed.images.extra["teacher_image"][-16:], plain.images.extra["teacher_image"][-16:])
 
 
@@ -251,18 +290,19 @@ def test_paired_batches_hold_each_image_with_its_own_caption(teacher_config):
 
 
 def test_constructed_corpus_is_the_teacher_nearest_sentences(teacher_config):
-    pool = {"kind": "union", "parts": [{"kind": "nlp", "n": 30, "seed": 3},
-                                       {"kind": "captions", "n": 30, "seed": 11}]}
+    pool = {"kind": "union", "parts": [{"kind": "nlp", "n": 30, "seed": 3}, {"kind": "captions", "n": 30, "seed": 11}]}
     config = student_config(teacher_config, texts={"kind": "constructed", "queries": 20, "pool": pool})
     run = prepare(config)
     sentences = corpora.build_corpus(pool)
     queries = run.images.extra["teacher_image"][:20]  # the teacher's features of the unaugmented images
-    expected = corpora.nearest_sentences(queries, ev.encode_texts(run.teacher, run.teacher_tokenizer, sentences),
-                                         sentences)
+    expected = corpora.nearest_sentences(
+        queries, ev.encode_texts(run.teacher, run.teacher_tokenizer, sentences), sentences
+    )
     texts = run.method.text_data
     assert texts.captions == expected and 1 <= len(expected) <= 20
-    torch.testing.assert_close(texts.extra["teacher_text"],
-                               ev.encode_texts(run.teacher, run.teacher_tokenizer, expected))
+    torch.testing.assert_close(
+        texts.extra["teacher_text"], ev.encode_texts(run.teacher, run.teacher_tokenizer, expected)
+    )
 
 
 # --- training: what changes, inter-batch pseudo texts, the stored composite ------------------------------------
@@ -303,8 +343,9 @@ def test_inter_batch_pseudo_texts_are_the_previous_batch_teacher_features(teache
 def test_run_stores_the_composite_and_load_trained_rebuilds_it(teacher_config, monkeypatch):
     config = student_config(teacher_config, texts=NLP)
     evaluated, evaluate_suite = [], experiment.evaluate_suite
-    monkeypatch.setattr(experiment, "evaluate_suite",
-                        lambda model, *a: evaluated.append(model) or evaluate_suite(model, *a))
+    monkeypatch.setattr(
+        experiment, "evaluate_suite", lambda model, *a: evaluated.append(model) or evaluate_suite(model, *a)
+    )
     record = experiment.run(config, progress=False)
     assert len(evaluated) == 1 and isinstance(evaluated[0], CompositeCLIP)  # the suite ran on the composite
     assert runs.load(experiment.RUN_KIND, teacher_config) is not None  # the teacher is a stored run like any
@@ -321,11 +362,14 @@ def test_run_stores_the_composite_and_load_trained_rebuilds_it(teacher_config, m
     assert torch.equal(ev.encode_images(model, images), ev.encode_images(evaluated[0], images))
     # ... and zero-shot through the teacher's text tower
     captions = ["a red circle", "two blue squares"]
-    torch.testing.assert_close(ev.encode_texts(model, tokenizer, captions),
-                               ev.encode_texts(teacher, teacher_tokenizer, captions))
+    torch.testing.assert_close(
+        ev.encode_texts(model, tokenizer, captions), ev.encode_texts(teacher, teacher_tokenizer, captions)
+    )
     names, templates = ["circle", "square"], ["a photo of a {}."]
-    torch.testing.assert_close(ev.zero_shot_classifier(model, tokenizer, names, templates),
-                               ev.zero_shot_classifier(teacher, teacher_tokenizer, names, templates))
+    torch.testing.assert_close(
+        ev.zero_shot_classifier(model, tokenizer, names, templates),
+        ev.zero_shot_classifier(teacher, teacher_tokenizer, names, templates),
+    )
 
     # teacher_policy "reuse" now finds the teacher; the stored student is loaded, not retrained
     student_config(teacher_config, texts=NLP, teacher_policy="reuse")

@@ -21,8 +21,9 @@ def _hashes(images: np.ndarray) -> set[str]:
 
 def _world(name: str, split: str, n: int, **override) -> world.World:
     spec = tasks.TASKS[name]
-    return world.generate(n, spec["seeds"][split], override.pop("image_size", spec["image_size"]),
-                          **{**spec["knobs"], **override})
+    return world.generate(
+        n, spec["seeds"][split], override.pop("image_size", spec["image_size"]), **{**spec["knobs"], **override}
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -40,8 +41,15 @@ def test_shape_sets_split_the_24_shapes_into_two_halves():
 
 
 def test_group_constants():
-    assert tasks.SEVEN_TASKS == ("shapes10", "shapes_colours", "clutter10", "background", "count", "colour",
-                                 "superclass")
+    assert tasks.SEVEN_TASKS == (
+        "shapes10",
+        "shapes_colours",
+        "clutter10",
+        "background",
+        "count",
+        "colour",
+        "superclass",
+    )
     assert tasks.ROBUST_TASKS == ("shapes10_clutter", "shapes10_64px", "shapes10_three", "shapes10_gray")
     assert set(NEW_TASKS) <= set(tasks.TASKS) and set(tasks.DIMEFM_TASKS) == set(NEW_TASKS)
     assert tasks.task_names() == [*tasks.SEVEN_TASKS, *NEW_TASKS]
@@ -191,7 +199,8 @@ def test_avg7_and_robust4_equal_the_means_when_all_their_tasks_are_evaluated():
         assert avg[f"avg7/{m}"] == pytest.approx(np.mean([metrics[f"{t}/{m}"] for t in tasks.SEVEN_TASKS]))
     assert set(_prefixed(avg, "robust4")) == {"robust4/zeroshot_top1"}
     assert avg["robust4/zeroshot_top1"] == pytest.approx(
-        np.mean([metrics[f"{t}/zeroshot_top1"] for t in tasks.ROBUST_TASKS]))
+        np.mean([metrics[f"{t}/zeroshot_top1"] for t in tasks.ROBUST_TASKS])
+    )
     assert _prefixed(avg, "avg3") == pytest.approx(_old_add_avg3(metrics, names))
     assert set(avg) == set(_prefixed(avg, "avg3")) | set(_prefixed(avg, "avg7")) | set(_prefixed(avg, "robust4"))
     assert not set(avg) & set(metrics)  # only new keys
@@ -213,8 +222,12 @@ def test_averages_of_an_image_only_model_are_its_probe_metrics():
     metrics = _fake_metrics(names, metrics=("linear", "knn", "ari", "ami"))
     avg = suite.group_averages(metrics, names)
     assert set(avg) == {"avg3/linear", "avg3/knn", "avg7/linear", "avg7/knn"}
-    assert avg == pytest.approx({**_old_add_avg3(metrics, names), **{
-        f"avg7/{m}": np.mean([metrics[f"{t}/{m}"] for t in tasks.SEVEN_TASKS]) for m in ("linear", "knn")}})
+    assert avg == pytest.approx(
+        {
+            **_old_add_avg3(metrics, names),
+            **{f"avg7/{m}": np.mean([metrics[f"{t}/{m}"] for t in tasks.SEVEN_TASKS]) for m in ("linear", "knn")},
+        }
+    )
 
 
 def test_avg3_matches_the_old_implementation_on_partial_metrics():
@@ -230,7 +243,8 @@ def test_avg3_matches_the_old_implementation_on_partial_metrics():
 def test_group_average_validates_its_group():
     metrics = _fake_metrics(["shapes10"])
     assert suite.group_average(metrics, ["shapes10"], "solo", ["shapes10"], ["linear"]) == {
-        "solo/linear": metrics["shapes10/linear"]}
+        "solo/linear": metrics["shapes10/linear"]
+    }
     with pytest.raises(ValueError, match="group"):
         suite.group_average(metrics, ["shapes10"], "", ["shapes10"])
     with pytest.raises(ValueError, match="group_tasks"):
@@ -242,9 +256,15 @@ def test_group_average_validates_its_group():
 def _fake_task(name, split, n=None, scale="laptop"):
     spec = tasks.TASKS[name]
     c = len(spec["classnames"])
-    return tasks.Task(name=name, split=split, images=np.zeros((n, 2, 2, 3), np.uint8),
-                      labels=np.arange(n, dtype=np.int64) % c, classnames=list(spec["classnames"]),
-                      templates=list(spec["templates"]), stands_in_for=spec["stands_in_for"])
+    return tasks.Task(
+        name=name,
+        split=split,
+        images=np.zeros((n, 2, 2, 3), np.uint8),
+        labels=np.arange(n, dtype=np.int64) % c,
+        classnames=list(spec["classnames"]),
+        templates=list(spec["templates"]),
+        stands_in_for=spec["stands_in_for"],
+    )
 
 
 @pytest.mark.parametrize("text_tower", [True, False])
@@ -269,9 +289,11 @@ def test_chance_levels_and_the_suite_give_the_same_average_keys(monkeypatch, tex
     groups = ("avg3/", "avg7/", "robust4/")
     assert {k for k in metrics if k.startswith(groups)} == {k for k in chance if k.startswith(groups)}
     assert ("robust4/zeroshot_top1" in chance) == text_tower
-    assert chance["avg7/linear"] == pytest.approx(np.mean([1 / len(tasks.TASKS[t]["classnames"])
-                                                           for t in tasks.SEVEN_TASKS]))
+    assert chance["avg7/linear"] == pytest.approx(
+        np.mean([1 / len(tasks.TASKS[t]["classnames"]) for t in tasks.SEVEN_TASKS])
+    )
     if text_tower:
         assert chance["robust4/zeroshot_top1"] == pytest.approx(0.1)
         assert metrics["robust4/zeroshot_top1"] == pytest.approx(
-            np.mean([fake[f"{t}/zeroshot_top1"] for t in tasks.ROBUST_TASKS]))
+            np.mean([fake[f"{t}/zeroshot_top1"] for t in tasks.ROBUST_TASKS])
+        )

@@ -14,8 +14,16 @@ import pytest
 
 from vlp_lib import distributed, experiment
 
-TINY = dict(model="vit-tiny", train_size=128, batch_size=32, epochs=2, task_train=60, task_test=40, retrieval_images=20,
-            eval_tasks=["shapes10"])
+TINY = dict(
+    model="vit-tiny",
+    train_size=128,
+    batch_size=32,
+    epochs=2,
+    task_train=60,
+    task_test=40,
+    retrieval_images=20,
+    eval_tasks=["shapes10"],
+)
 # two episodes of 64 pairs, 8 prototypes each; extraction in chunks of 45 and 19 (shares of 22-23 and 9-10 rows)
 PROTO = dict(TINY, episode_size=64, epochs=1, method_kwargs={"k": 8, "extract_batch_size": 45})
 
@@ -30,10 +38,29 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    env = dict(os.environ, VLP_RESULTS_DIR=str(tmp_path / "results"), VLP_CHECKPOINT_DIR=str(tmp_path / "ckpt"),
-               OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                          "-m", "vlp_lib.launch", str(path)], env=env, capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        VLP_RESULTS_DIR=str(tmp_path / "results"),
+        VLP_CHECKPOINT_DIR=str(tmp_path / "ckpt"),
+        OMP_NUM_THREADS="1",
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "vlp_lib.launch",
+            str(path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     two = json.loads(out.stdout.strip().splitlines()[-1])
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
@@ -47,8 +74,11 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
     assert two["retrieval/mean_recall"] == pytest.approx(one["metrics"]["retrieval/mean_recall"], abs=0.02)
     terms = {"protoclip": ["loss_proto"], "pyramidclip": ["loss_gs", "loss_lt"]}.get(method, [])
     for term in terms:  # each term was trained on, and is the one process's
-        assert [h[term] for h in stored["history"] if term in h] == \
-            pytest.approx([h[term] for h in one["history"] if term in h], abs=1e-4) != []
+        assert (
+            [h[term] for h in stored["history"] if term in h]
+            == pytest.approx([h[term] for h in one["history"] if term in h], abs=1e-4)
+            != []
+        )
 
 
 def test_one_process_is_world_size_one():

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from vlp_lib import eval as ev
-from vlp_lib.eval import probes
 from vlp_lib.data.transforms import to_model_input
+from vlp_lib.eval import probes
 
 
 def blobs(n_per_class: int, n_classes: int, dim: int, spread: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +162,14 @@ def test_zero_shot_accuracy_known_answer_and_top5_semantics():
     res = ev.zero_shot_accuracy(model, fake_tokenizer, images, shifted, classnames, ["t0 {}"])
     assert res["top1"] == 0.0 and res["top5"] == 1.0
     # with 3 classes top5 means top-3: always right
-    small = ev.zero_shot_accuracy(FakeCLIP(3), fake_tokenizer, class_images(np.array([0, 1, 2])),
-                                  np.array([2, 0, 1]), ["c0", "c1", "c2"], ["t0 {}"])
+    small = ev.zero_shot_accuracy(
+        FakeCLIP(3),
+        fake_tokenizer,
+        class_images(np.array([0, 1, 2])),
+        np.array([2, 0, 1]),
+        ["c0", "c1", "c2"],
+        ["t0 {}"],
+    )
     assert small["top1"] == 0.0 and small["top5"] == 1.0
     with pytest.raises(ValueError, match="labels"):
         ev.zero_shot_accuracy(model, fake_tokenizer, images, labels[:-1], classnames, ["t0 {}"])
@@ -239,7 +245,12 @@ def test_retrieval_identity_gives_perfect_recall_and_keys():
     assert list(res) == ["i2t_R@1", "i2t_R@5", "i2t_R@10", "t2i_R@1", "t2i_R@5", "t2i_R@10", "mean_recall"]
     assert all(v == 1.0 for v in res.values())
     assert list(ev.retrieval_recall(feats, feats, np.arange(6), ks=(2, 3))) == [
-        "i2t_R@2", "i2t_R@3", "t2i_R@2", "t2i_R@3", "mean_recall"]
+        "i2t_R@2",
+        "i2t_R@3",
+        "t2i_R@2",
+        "t2i_R@3",
+        "mean_recall",
+    ]
 
 
 def test_retrieval_known_half_recall():
@@ -256,10 +267,16 @@ def test_retrieval_known_half_recall():
 def test_retrieval_i2t_counts_any_of_the_images_captions():
     # 2 images, 3 captions each; for image 0 only its *third* caption is the nearest text overall
     img = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
-    txt = torch.tensor([
-        [0.2, 1.0], [0.3, 1.0], [1.0, 0.0],   # captions of image 0: only the last looks like image 0
-        [0.0, 1.0], [0.1, 1.0], [0.2, 1.0],   # captions of image 1
-    ])
+    txt = torch.tensor(
+        [
+            [0.2, 1.0],
+            [0.3, 1.0],
+            [1.0, 0.0],  # captions of image 0: only the last looks like image 0
+            [0.0, 1.0],
+            [0.1, 1.0],
+            [0.2, 1.0],  # captions of image 1
+        ]
+    )
     owner = np.array([0, 0, 0, 1, 1, 1])
     res = ev.retrieval_recall(img, txt, owner, ks=(1,))
     assert res["i2t_R@1"] == 1.0  # each image's top text is one of its captions
@@ -391,8 +408,10 @@ def test_retrieval_chance_against_monte_carlo_and_exact_small_case():
     exact = ev.retrieval_chance(n_images, cpi, ks)
     owner = np.repeat(np.arange(n_images), cpi)
     rng = np.random.default_rng(0)
-    draws = [ev.retrieval_recall(rng.normal(size=(n_images, 64)), rng.normal(size=(n_images * cpi, 64)), owner, ks)
-             for _ in range(60)]
+    draws = [
+        ev.retrieval_recall(rng.normal(size=(n_images, 64)), rng.normal(size=(n_images * cpi, 64)), owner, ks)
+        for _ in range(60)
+    ]
     for key, value in exact.items():
         mc = np.mean([d[key] for d in draws])
         # the standard error of the mean of 60 draws is below 0.007 for every key here

@@ -12,8 +12,9 @@ from vlp_lib import eval as ev
 from vlp_lib import suite
 
 # the smallest suite the tests run: two tasks at smoke scale, a handful of images
-TINY_SUITE = dict(scale="smoke", seed=0, task_train=40, task_test=20, retrieval_images=10,
-                  eval_tasks=["shapes10", "count"])
+TINY_SUITE = dict(
+    scale="smoke", seed=0, task_train=40, task_test=20, retrieval_images=10, eval_tasks=["shapes10", "count"]
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -205,7 +206,6 @@ def test_zero_shot_per_class(clip_and_tokenizer):
 
 
 def test_zero_shot_from_precomputed_features_gives_the_same_numbers():
-    import torch
 
     from vlp_lib.data import tasks as task_lib
     from vlp_lib.data.tokenizer import world_tokenizer

@@ -1,13 +1,19 @@
 import numpy as np
 import pytest
 
-from vlp_lib.data import training
 from vlp_lib import experiment
-from vlp_lib.data import vocab, world
+from vlp_lib.data import training, vocab, world
 from vlp_lib.data.tokenizer import world_tokenizer
 
-TINY = dict(train_size=128, batch_size=32, epochs=1, task_train=60, task_test=40, retrieval_images=20,
-            eval_tasks=["shapes10", "count"])
+TINY = dict(
+    train_size=128,
+    batch_size=32,
+    epochs=1,
+    task_train=60,
+    task_test=40,
+    retrieval_images=20,
+    eval_tasks=["shapes10", "count"],
+)
 
 
 @pytest.fixture
@@ -62,8 +68,16 @@ def test_run_end_to_end_and_store(monkeypatch):
     config = experiment.make_config("smoke", seed=0, **TINY)
     record = experiment.run(config, progress=False)
     m = record["metrics"]
-    for key in ("shapes10/zeroshot_top1", "shapes10/linear", "shapes10/knn", "shapes10/ari", "count/ami",
-                "retrieval/mean_recall", "retrieval/modality_gap", "train_samples_per_s"):
+    for key in (
+        "shapes10/zeroshot_top1",
+        "shapes10/linear",
+        "shapes10/knn",
+        "shapes10/ari",
+        "count/ami",
+        "retrieval/mean_recall",
+        "retrieval/modality_gap",
+        "train_samples_per_s",
+    ):
         assert key in m and np.isfinite(m[key])
     assert 0.0 <= m["shapes10/linear"] <= 1.0
     assert {"training", "evaluation", "setup"} <= set(record["timings"])
@@ -78,8 +92,9 @@ def test_run_end_to_end_and_store(monkeypatch):
 def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):
     """A concept-coverage mix: the main world keeps train_size - n pairs, the part's n pairs come last."""
     mix = [{"n": 16, "seed": 7, "knobs": {"shapes": ["ring"], "min_objects": 1, "max_objects": 1}}]
-    config = experiment.make_config("smoke", seed=0, **{**TINY, "world_mix": mix,
-                                                        "world_knobs": {"held_out_shapes": ["ring"]}})
+    config = experiment.make_config(
+        "smoke", seed=0, **{**TINY, "world_mix": mix, "world_knobs": {"held_out_shapes": ["ring"]}}
+    )
     data = training.world_data(config, world_tokenizer())
     assert len(data) == config["train_size"] == 128
     main = world.generate(112, seed=config["world_seed"], image_size=32, held_out_shapes=["ring"])
@@ -93,7 +108,8 @@ def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):
     # without a mix: the one world, exactly as before
     plain = experiment.make_config("smoke", seed=0, **TINY)
     assert plain["world_mix"] == [] and training.world_data(plain, world_tokenizer()).captions == list(
-        world.generate(128, seed=plain["world_seed"], image_size=32).captions)
+        world.generate(128, seed=plain["world_seed"], image_size=32).captions
+    )
 
 
 def test_eval_probes_false_evaluates_zero_shot_only(monkeypatch):
@@ -103,8 +119,9 @@ def test_eval_probes_false_evaluates_zero_shot_only(monkeypatch):
 
     loaded = []
     load_task = tasks.load_task
-    monkeypatch.setattr(tasks, "load_task", lambda name, split, *a, **k: loaded.append(split) or load_task(
-        name, split, *a, **k))
+    monkeypatch.setattr(
+        tasks, "load_task", lambda name, split, *a, **k: loaded.append(split) or load_task(name, split, *a, **k)
+    )
     data, tokenizer, model = experiment.build(config)
     metrics = suite.evaluate_suite(model, tokenizer, config)
     assert "train" not in loaded  # no probe, no train split

@@ -15,8 +15,16 @@ from vlp_lib import experiment
 from vlp_lib.train import load_checkpoint
 
 # 16 episodes of one step: long enough to be killed in the middle, short enough for the quick tier
-EPISODIC = dict(train_size=128, batch_size=32, episode_size=32, epochs=4, task_train=60, task_test=40,
-                retrieval_images=20, eval_tasks=["shapes10"])
+EPISODIC = dict(
+    train_size=128,
+    batch_size=32,
+    episode_size=32,
+    epochs=4,
+    task_train=60,
+    task_test=40,
+    retrieval_images=20,
+    eval_tasks=["shapes10"],
+)
 METRICS = ("final_loss", "shapes10/zeroshot_top1", "shapes10/linear", "retrieval/mean_recall")
 CHILD = "import json, sys; from vlp_lib import experiment; experiment.run(json.loads(sys.argv[1]), progress=False)"
 

@@ -10,20 +10,30 @@ import torch.nn.functional as F
 
 from vlp_lib import experiment, suite
 from vlp_lib.data import tasks, vocab
-from vlp_lib.papers.iclip import classes
 from vlp_lib.data.paired import PairedData
 from vlp_lib.data.sampler import MixedSampler
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.losses.clip import clip_loss
-from vlp_lib.papers.iclip.loss import class_text_contrast, unicl_loss
 from vlp_lib.methods import create_method
 from vlp_lib.methods.base import Batch
-from vlp_lib.papers.iclip.method import CLASS_SOURCE, PAIR_SOURCE, ICLIP, UniCL
 from vlp_lib.models import create_model
+from vlp_lib.papers.iclip import classes
+from vlp_lib.papers.iclip.loss import class_text_contrast, unicl_loss
+from vlp_lib.papers.iclip.method import CLASS_SOURCE, ICLIP, PAIR_SOURCE, UniCL
 
 TOKENIZER = world_tokenizer(32)
-TINY = dict(train_size=64, batch_size=16, episode_size=32, epochs=0.5, warmup_steps=1, task_train=40,
-            task_test=20, retrieval_images=10, eval_tasks=["shapes10", "retrieval2"], context_length=32)
+TINY = dict(
+    train_size=64,
+    batch_size=16,
+    episode_size=32,
+    epochs=0.5,
+    warmup_steps=1,
+    task_train=40,
+    task_test=20,
+    retrieval_images=10,
+    eval_tasks=["shapes10", "retrieval2"],
+    context_length=32,
+)
 CLASS_DATA = {"n": 48, "seed": 5}
 
 
@@ -82,8 +92,10 @@ def test_class_texts_and_the_context_they_need():
 def test_class_data_is_single_object_labelled_and_prompted():
     data = classes.class_data({"n": 30, "seed": 5, "shapes": ["star", "circle"]}, 32, TOKENIZER)
     labels = data.extra["class_label"]
-    assert data.images.shape == (30, 32, 32, 3) and set(labels) == {vocab.SHAPES.index("circle"),
-                                                                     vocab.SHAPES.index("star")}
+    assert data.images.shape == (30, 32, 32, 3) and set(labels) == {
+        vocab.SHAPES.index("circle"),
+        vocab.SHAPES.index("star"),
+    }
     for caption, y in zip(data.captions, labels):
         assert vocab.SHAPES[y] in caption and any(caption == t.format(vocab.SHAPES[y]) for t in classes.CLASS_TEMPLATES)
     assert len(set(data.captions)) > 4  # a template drawn per image
@@ -99,14 +111,21 @@ def _pairs(n, offset=0, label=None):
     tokens = torch.zeros(n, 32, dtype=torch.long)
     tokens[:, 0], tokens[:, 1:6], tokens[:, 6] = 2, torch.from_numpy(rng.integers(3, 60, (n, 5))), TOKENIZER.eot_id
     extra = {} if label is None else {"class_label": np.asarray(label, np.int64)}
-    return PairedData(rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8), [f"c{i}" for i in range(n)], tokens,
-                      extra)
+    return PairedData(rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8), [f"c{i}" for i in range(n)], tokens, extra)
 
 
 def _batch(data, rows, source=None):
     images = torch.from_numpy(np.asarray(data.images[rows])).permute(0, 3, 1, 2).float() / 255
-    return Batch(images=images, texts=data.tokens[rows], indices=np.asarray(rows), positions=np.arange(len(rows)),
-                 step=0, total_steps=1, source=source, data=data)
+    return Batch(
+        images=images,
+        texts=data.tokens[rows],
+        indices=np.asarray(rows),
+        positions=np.arange(len(rows)),
+        step=0,
+        total_steps=1,
+        source=source,
+        data=data,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +150,15 @@ def test_iclip_loss_is_clip_on_pairs_plus_class_text_contrast(model, class_set, 
     ids = [vocab.SHAPES.index(s) for s in shapes]
     class_source = _pairs(6, offset=1, label=[ids[1], ids[3], ids[1], ids[0], ids[3], ids[1]])
     tokens = TOKENIZER(classes.class_texts(shapes))
-    method = ICLIP(ratio=0.5, class_source=class_source, class_tokens=tokens, class_shapes=shapes,
-                   class_set=class_set, text_negatives=text_negatives, weights={"cls": 0.5})
+    method = ICLIP(
+        ratio=0.5,
+        class_source=class_source,
+        class_tokens=tokens,
+        class_shapes=shapes,
+        class_set=class_set,
+        text_negatives=text_negatives,
+        weights={"cls": 0.5},
+    )
     merged, sampler = method.training_data(_pairs(10))
     rows = np.r_[0:4, 6:10]
     batch = _batch(merged, rows, source=np.array([CLASS_SOURCE] * 4 + [PAIR_SOURCE] * 4))
@@ -160,8 +186,10 @@ def test_unicl_labels_share_within_a_class_and_not_among_pairs(model):
     labels = method.labels(batch)
     assert labels.tolist() == [3, 5, 3, 24 + 4, 24 + 5, 24 + 6]
     out = model(batch.images, batch.texts)
-    torch.testing.assert_close(method.loss(model, batch)[0],
-                               unicl_loss(out["image_features"], out["text_features"], labels, out["logit_scale"]))
+    torch.testing.assert_close(
+        method.loss(model, batch)[0],
+        unicl_loss(out["image_features"], out["text_features"], labels, out["logit_scale"]),
+    )
 
 
 @pytest.mark.parametrize("ratio", [0.25, 0.5, 0.9, 1.0])
@@ -181,28 +209,31 @@ def test_mixed_batches_hold_round_r_b_class_rows_at_equal_total_samples(ratio):
 # ---------------------------------------------------------------- bad input, before any compute
 
 
-@pytest.mark.parametrize("kwargs,overrides,name", [
-    ({"ratio": -0.1, "class_data": CLASS_DATA}, {}, "ratio"),
-    ({"ratio": 1.5, "class_data": CLASS_DATA}, {}, "ratio"),
-    ({"ratio": "half", "class_data": CLASS_DATA}, {}, "ratio"),
-    ({"ratio": 0.01, "class_data": CLASS_DATA}, {}, "ratio"),  # round(0.01 * 16) = 0 class rows
-    ({"ratio": 0.5}, {}, "class_data"),
-    ({"class_data": {"n": 0}}, {}, "class_data n"),
-    ({"class_data": {"n": 10, "size": 3}}, {}, "class_data"),
-    ({"class_data": {"n": 10, "shapes": ["blob"]}}, {}, "shapes"),
-    ({"class_data": {"n": 10, "seed": 10**9}}, {}, "seed"),
-    ({"class_data": {"n": 10, "seed": 3}}, {"world_seed": 3}, "world_seed"),
-    ({"class_data": CLASS_DATA, "class_set": "some"}, {}, "class_set"),
-    ({"class_data": CLASS_DATA, "temperature": "cold"}, {}, "temperature"),
-    ({"class_data": CLASS_DATA, "text_format": "{prompt} {synonym}"}, {}, "text_format"),
-    ({"class_data": CLASS_DATA, "text_format": "{prompt}"}, {}, "text_format"),
-    ({"class_data": CLASS_DATA, "definitions": "yes"}, {}, "definitions"),
-    ({"class_data": CLASS_DATA, "template": "a photo"}, {}, "template"),
-    ({"class_data": CLASS_DATA, "weights": {"cls": -1}}, {}, "weights"),
-    ({"class_data": CLASS_DATA, "text_negatives": 1}, {}, "text_negatives"),
-    ({"class_data": CLASS_DATA, "lambda": 1}, {}, "method_kwargs"),
-    ({"class_data": CLASS_DATA}, {"context_length": 24}, "context_length"),  # definitions take 25 tokens
-])
+@pytest.mark.parametrize(
+    "kwargs,overrides,name",
+    [
+        ({"ratio": -0.1, "class_data": CLASS_DATA}, {}, "ratio"),
+        ({"ratio": 1.5, "class_data": CLASS_DATA}, {}, "ratio"),
+        ({"ratio": "half", "class_data": CLASS_DATA}, {}, "ratio"),
+        ({"ratio": 0.01, "class_data": CLASS_DATA}, {}, "ratio"),  # round(0.01 * 16) = 0 class rows
+        ({"ratio": 0.5}, {}, "class_data"),
+        ({"class_data": {"n": 0}}, {}, "class_data n"),
+        ({"class_data": {"n": 10, "size": 3}}, {}, "class_data"),
+        ({"class_data": {"n": 10, "shapes": ["blob"]}}, {}, "shapes"),
+        ({"class_data": {"n": 10, "seed": 10**9}}, {}, "seed"),
+        ({"class_data": {"n": 10, "seed": 3}}, {"world_seed": 3}, "world_seed"),
+        ({"class_data": CLASS_DATA, "class_set": "some"}, {}, "class_set"),
+        ({"class_data": CLASS_DATA, "temperature": "cold"}, {}, "temperature"),
+        ({"class_data": CLASS_DATA, "text_format": "{prompt} {synonym}"}, {}, "text_format"),
+        ({"class_data": CLASS_DATA, "text_format": "{prompt}"}, {}, "text_format"),
+        ({"class_data": CLASS_DATA, "definitions": "yes"}, {}, "definitions"),
+        ({"class_data": CLASS_DATA, "template": "a photo"}, {}, "template"),
+        ({"class_data": CLASS_DATA, "weights": {"cls": -1}}, {}, "weights"),
+        ({"class_data": CLASS_DATA, "text_negatives": 1}, {}, "text_negatives"),
+        ({"class_data": CLASS_DATA, "lambda": 1}, {}, "method_kwargs"),
+        ({"class_data": CLASS_DATA}, {"context_length": 24}, "context_length"),  # definitions take 25 tokens
+    ],
+)
 def test_iclip_refuses_bad_input_naming_the_parameter(kwargs, overrides, name):
     with pytest.raises(ValueError, match=name):
         experiment.make_config("smoke", method="iclip", method_kwargs=kwargs, **{**TINY, **overrides})
@@ -210,12 +241,17 @@ def test_iclip_refuses_bad_input_naming_the_parameter(kwargs, overrides, name):
 
 def test_what_is_accepted():
     experiment.make_config("smoke", method="iclip", method_kwargs={"ratio": 0.0}, **{**TINY, "context_length": 24})
-    experiment.make_config("smoke", method="iclip", method_kwargs={"class_data": CLASS_DATA, "definitions": False},
-                           **{**TINY, "context_length": 24})  # names only fit the default context
+    experiment.make_config(
+        "smoke",
+        method="iclip",
+        method_kwargs={"class_data": CLASS_DATA, "definitions": False},
+        **{**TINY, "context_length": 24},
+    )  # names only fit the default context
     experiment.make_config("smoke", method="unicl", method_kwargs={"ratio": 1.0, "class_data": CLASS_DATA}, **TINY)
     with pytest.raises(ValueError, match="class_set"):
-        experiment.make_config("smoke", method="unicl", method_kwargs={"class_data": CLASS_DATA, "class_set": "all"},
-                               **TINY)
+        experiment.make_config(
+            "smoke", method="unicl", method_kwargs={"class_data": CLASS_DATA, "class_set": "all"}, **TINY
+        )
 
 
 # ---------------------------------------------------------------- the second retrieval set and two steps
@@ -239,12 +275,14 @@ def test_second_retrieval_set_has_its_own_seed_and_scenes():
 @pytest.mark.parametrize("method", ["iclip", "unicl"])
 def test_two_training_steps_through_experiment_run(method):
     extra = {"temperature": "separate", "class_set": "batch"} if method == "iclip" else {}
-    config = experiment.make_config("smoke", method=method, method_kwargs={"class_data": CLASS_DATA, **extra},
-                                    **TINY)
+    config = experiment.make_config("smoke", method=method, method_kwargs={"class_data": CLASS_DATA, **extra}, **TINY)
     record = experiment.run(config, progress=False, verbose=False)
     history = record["history"]
     assert len(history) == 2 and all(np.isfinite(h["loss"]) for h in history)
-    assert ("loss_cls" in history[0] and "cls_logit_scale" in history[0]) if method == "iclip" else \
-        "loss_unicl" in history[0]
+    assert (
+        ("loss_cls" in history[0] and "cls_logit_scale" in history[0])
+        if method == "iclip"
+        else "loss_unicl" in history[0]
+    )
     for key in ("retrieval/i2t_R@1", "retrieval2/i2t_R@1", "retrieval2/t2i_R@5", "shapes10/zeroshot_top1"):
         assert key in record["metrics"]

@@ -5,10 +5,9 @@ import json
 
 import pytest
 
-from vlp_lib.data import training
-from vlp_lib import experiment
 from vlp_lib.book import claims as claim_lib
-from vlp_lib.papers.iclip.book import chapter, paper
+from vlp_lib.data import training
+from vlp_lib.papers.iclip.book import chapter
 
 
 def _records(values: list[float], metric: str) -> list[dict]:
@@ -50,8 +49,9 @@ def test_every_share_claim_needs_all_comparisons_and_shows_the_weakest():
     claim = next(c for c in chapter.CLAIMS if c.id == "I1_zs")
     m = claim.metric
     results = {chapter.CLIP: _records([0.10, 0.11, 0.12], m)}
-    results.update({row: _records([0.20 + i / 100, 0.21 + i / 100, 0.225 + i / 100], m)
-                    for i, row in enumerate(claim.candidates)})
+    results.update(
+        {row: _records([0.20 + i / 100, 0.21 + i / 100, 0.225 + i / 100], m) for i, row in enumerate(claim.candidates)}
+    )
     line = claim_lib.judge(claim, results, "iCLIP")
     assert line["verdict"] == "reproduced" and line["book_value"].startswith("5 of 5 reproduced; weakest iCLIP r = 0.1")
     results[chapter.SWEEP[0.9]] = _records([0.05, 0.06, 0.07], m)  # one share below CLIP in every seed
@@ -75,10 +75,19 @@ def test_sweep_claim_finds_the_best_share_and_compares_it_with_the_end_point():
 
 def test_interaction_and_direction_kinds():
     a, b, c_, d = "a", "b", "c", "d"
-    inter = claim_lib.Claim("X", "gap larger on m1", "s", "interaction", "m1 - m2", "p",
-                            terms=((1, a, "m1"), (-1, b, "m1"), (-1, a, "m2"), (1, b, "m2")))
-    results = {a: [{"config": {"seed": s}, "metrics": {"m1": 0.5 + s / 100, "m2": 0.3}} for s in range(3)],
-               b: [{"config": {"seed": s}, "metrics": {"m1": 0.3, "m2": 0.29 + s / 200}} for s in range(3)]}
+    inter = claim_lib.Claim(
+        "X",
+        "gap larger on m1",
+        "s",
+        "interaction",
+        "m1 - m2",
+        "p",
+        terms=((1, a, "m1"), (-1, b, "m1"), (-1, a, "m2"), (1, b, "m2")),
+    )
+    results = {
+        a: [{"config": {"seed": s}, "metrics": {"m1": 0.5 + s / 100, "m2": 0.3}} for s in range(3)],
+        b: [{"config": {"seed": s}, "metrics": {"m1": 0.3, "m2": 0.29 + s / 200}} for s in range(3)],
+    }
     assert claim_lib.judge(inter, results, "P")["verdict"] == "reproduced"
     with pytest.raises(ValueError, match="kind"):
         claim_lib.Claim("Y", "t", "s", "sometimes", "m", "p")

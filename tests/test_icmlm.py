@@ -9,16 +9,14 @@ import torch.nn.functional as F
 
 from vlp_lib import eval as ev
 from vlp_lib import experiment
-from vlp_lib.papers.icmlm import world_lm, zsl
-from vlp_lib.train import load_checkpoint
 from vlp_lib.data import vocab
-from vlp_lib.papers.icmlm import lexicon
 from vlp_lib.data.tokenizer import world_tokenizer
-from vlp_lib.papers.icmlm.loss import icmlm_loss, mlm_loss, tp_loss
 from vlp_lib.methods import Batch, available_methods, create_method
-from vlp_lib.papers.icmlm.method import caption_clusters
 from vlp_lib.models import ImageOnly, create_model
-from vlp_lib.train import train
+from vlp_lib.papers.icmlm import lexicon, world_lm, zsl
+from vlp_lib.papers.icmlm.loss import icmlm_loss, mlm_loss, tp_loss
+from vlp_lib.papers.icmlm.method import caption_clusters
+from vlp_lib.train import load_checkpoint, train
 
 CAPTIONS = [
     "a red star on a striped background",
@@ -26,10 +24,18 @@ CAPTIONS = [
     "a red star and a blue ring, free shipping",
     "a small red star isolated on plain background",
 ]
-TINY_LM = dict(layers=1, width=32, heads=2, mlp_ratio=2, captions=256, epochs=6, batch_size=32, warmup_steps=2,
-               lr=3e-3)
-TINY = dict(model="vit-tiny", train_size=64, batch_size=32, epochs=1, task_train=40, task_test=20,
-            retrieval_images=10, eval_tasks=["shapes10"], world_knobs={"junk_rate": 0.0, "mismatch_rate": 0.0})
+TINY_LM = dict(layers=1, width=32, heads=2, mlp_ratio=2, captions=256, epochs=6, batch_size=32, warmup_steps=2, lr=3e-3)
+TINY = dict(
+    model="vit-tiny",
+    train_size=64,
+    batch_size=32,
+    epochs=1,
+    task_train=40,
+    task_test=20,
+    retrieval_images=10,
+    eval_tasks=["shapes10"],
+    world_knobs={"junk_rate": 0.0, "mismatch_rate": 0.0},
+)
 
 
 @pytest.fixture(autouse=True)
@@ -94,8 +100,16 @@ def test_masked_triplets_one_per_maskable_token():
         assert tokenizer.words[int(target)] in ("star", "red")
 
 
-@pytest.mark.parametrize("kwargs, name", [(dict(pos=("NN", "XX")), "pos"), (dict(pos="NN"), "pos"),
-                                          (dict(pos=()), "pos"), (dict(k=0), "k"), (dict(k=2.0), "k")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(pos=("NN", "XX")), "pos"),
+        (dict(pos="NN"), "pos"),
+        (dict(pos=()), "pos"),
+        (dict(k=0), "k"),
+        (dict(k=2.0), "k"),
+    ],
+)
 def test_lexicon_refuses_bad_pos_and_k(kwargs, name):
     with pytest.raises(ValueError, match=name):
         lexicon.tag_vocabulary(CAPTIONS, **kwargs)
@@ -152,14 +166,22 @@ def test_world_lm_pretrains_freezes_and_caches():
     star = tokenizer.word_to_id["star"]
     accuracy = world_lm.masked_token_accuracy(lm, trip["tokens"], trip["position"], trip["target"])
     assert 0.0 <= accuracy <= 1.0
-    only = world_lm.masked_token_accuracy(lm, trip["tokens"], trip["position"], trip["target"],
-                                          candidates=torch.tensor([star]))
+    only = world_lm.masked_token_accuracy(
+        lm, trip["tokens"], trip["position"], trip["target"], candidates=torch.tensor([star])
+    )
     assert only == 1.0  # one candidate, and it is every target
 
 
-@pytest.mark.parametrize("override, name", [(dict(mask_rate=0.0), "mask_rate"), (dict(mask_rate=1.0), "mask_rate"),
-                                            (dict(heads=3), "heads"), (dict(layers=0), "layers"),
-                                            (dict(size=3), "unknown")])
+@pytest.mark.parametrize(
+    "override, name",
+    [
+        (dict(mask_rate=0.0), "mask_rate"),
+        (dict(mask_rate=1.0), "mask_rate"),
+        (dict(heads=3), "heads"),
+        (dict(layers=0), "layers"),
+        (dict(size=3), "unknown"),
+    ],
+)
 def test_world_lm_config_refused(override, name):
     with pytest.raises(ValueError, match=name):
         world_lm.check_config(override)
@@ -181,8 +203,10 @@ def test_image_only_model_is_read_as_a_spatial_map():
 
 def test_tp_and_icmlm_train_and_evaluate_image_only():
     assert {"tp", "icmlm"} <= set(available_methods())
-    for cfg in (config("tp", label_set="postag", pos=["NN", "ADJ"], k=20),
-                config("icmlm", head="tfm", heads=2, layers=1)):
+    for cfg in (
+        config("tp", label_set="postag", pos=["NN", "ADJ"], k=20),
+        config("icmlm", head="tfm", heads=2, layers=1),
+    ):
         record = experiment.run(cfg, progress=False, verbose=False)
         metrics = record["metrics"]
         assert len(record["history"]) == 2 and np.isfinite(metrics["final_loss"])
@@ -193,8 +217,13 @@ def test_tp_and_icmlm_train_and_evaluate_image_only():
     assert {"loss_mlm", "loss_tp"} <= set(record["history"][-1])
 
 
-@pytest.mark.parametrize("kwargs", [dict(label_set="label"), dict(head="att-fc", heads=3, layers=2, triplets="all",
-                                                                    output="lm", vocabulary="labels", label_set="label")])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(label_set="label"),
+        dict(head="att-fc", heads=3, layers=2, triplets="all", output="lm", vocabulary="labels", label_set="label"),
+    ],
+)
 def test_tp_label_and_icmlm_variants_take_a_step(kwargs):
     method = "tp" if kwargs == dict(label_set="label") else "icmlm"
     cfg = config(method, **kwargs)
@@ -244,24 +273,27 @@ def test_icmlm_masks_label_set_tokens_and_trains_the_backbone_not_the_lm():
     assert not method.lm.training
 
 
-@pytest.mark.parametrize("method, kwargs, name", [
-    ("tp", dict(label_set="words"), "label_set"),
-    ("tp", dict(k=0), "k"),
-    ("tp", dict(label_set="label", k=5), "k"),
-    ("tp", dict(pos=["NN", "PRP"]), "pos"),
-    ("tp", dict(tp_loss="hinge"), "tp_loss"),
-    ("tp", dict(heads=2), "method_kwargs"),
-    ("icmlm", dict(label_set="cluster"), "label_set"),
-    ("icmlm", dict(lm=dict(TINY_LM, mask_rate=1.0)), "mask_rate"),
-    ("icmlm", dict(lm=dict(TINY_LM, mask_rate=0)), "mask_rate"),
-    ("icmlm", dict(layers=0), "layers"),
-    ("icmlm", dict(heads=0), "heads"),
-    ("icmlm", dict(heads=3, head_dim="split"), "heads"),
-    ("icmlm", {"lambda": -0.1}, "lambda"),
-    ("icmlm", dict(head="mlp"), "head"),
-    ("icmlm", dict(lm=dict(TINY_LM, context_length=16)), "context_length"),
-    ("icmlm", dict(init={"method": "clip"}), "init"),
-])
+@pytest.mark.parametrize(
+    "method, kwargs, name",
+    [
+        ("tp", dict(label_set="words"), "label_set"),
+        ("tp", dict(k=0), "k"),
+        ("tp", dict(label_set="label", k=5), "k"),
+        ("tp", dict(pos=["NN", "PRP"]), "pos"),
+        ("tp", dict(tp_loss="hinge"), "tp_loss"),
+        ("tp", dict(heads=2), "method_kwargs"),
+        ("icmlm", dict(label_set="cluster"), "label_set"),
+        ("icmlm", dict(lm=dict(TINY_LM, mask_rate=1.0)), "mask_rate"),
+        ("icmlm", dict(lm=dict(TINY_LM, mask_rate=0)), "mask_rate"),
+        ("icmlm", dict(layers=0), "layers"),
+        ("icmlm", dict(heads=0), "heads"),
+        ("icmlm", dict(heads=3, head_dim="split"), "heads"),
+        ("icmlm", {"lambda": -0.1}, "lambda"),
+        ("icmlm", dict(head="mlp"), "head"),
+        ("icmlm", dict(lm=dict(TINY_LM, context_length=16)), "context_length"),
+        ("icmlm", dict(init={"method": "clip"}), "init"),
+    ],
+)
 def test_bad_method_arguments_refused_before_compute(method, kwargs, name):
     with pytest.raises(ValueError, match=name):
         config(method, **kwargs)
@@ -341,7 +373,6 @@ def test_svm_presence_probes_in_the_suite_and_their_chance_levels():
 
 
 def test_feature_maps_pooled_per_layer_and_attribute_zsl_per_layer():
-    from vlp_lib import suite
 
     model = ImageOnly(create_model("rn-tiny", 64, 24, image_size=64, seed=0))
     images = np.random.default_rng(0).integers(0, 255, (5, 32, 32, 3), dtype=np.uint8)
@@ -375,8 +406,9 @@ def test_proxy_task_of_a_stored_icmlm_run_and_the_lm_alone():
     assert set(out) == {"tp_loss", "mtp_top1", "lm_top1", "triplets"} and out["triplets"] >= 30
     assert 0 <= out["mtp_top1"] <= 1 and out["tp_loss"] > 0
     triplets = lexicon.masked_triplets(heldout.tokens, method.mask_ids, method.lm.mask_id)
-    assert out["lm_top1"] == world_lm.masked_token_accuracy(method.lm, triplets["tokens"], triplets["position"],
-                                                            triplets["target"])
+    assert out["lm_top1"] == world_lm.masked_token_accuracy(
+        method.lm, triplets["tokens"], triplets["position"], triplets["target"]
+    )
     assert proxy_metrics(model, method, heldout) == out  # deterministic: eval mode, no sampling
     tp_record = experiment.run(config("tp", label_set="postag", k=10), progress=False, verbose=False)
     tp_model, tp_method, _, _ = experiment.load_trained_method(tp_record)

@@ -3,11 +3,10 @@ TP_Postag, the label sets the world can tell apart, paper numbers, verdicts, bad
 
 import pytest
 
-from vlp_lib.data import training
-from vlp_lib import experiment
 from vlp_lib.book import claims as claim_lib
-from vlp_lib.papers.icmlm.book import chapter, paper
+from vlp_lib.data import training
 from vlp_lib.papers.icmlm import lexicon
+from vlp_lib.papers.icmlm.book import chapter, paper
 
 
 def _records(values: list[float], metric: str) -> list[dict]:
@@ -29,8 +28,12 @@ def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatc
                 assert c["method_kwargs"]["init"] == chapter.config(chapter.TP_POSTAG, scale, 1)
     laptop = {row: chapter.config(row, "laptop") for row in chapter.ROWS}
     # the equal-samples control: TP_Postag-2x sees what TP_Postag + the ICMLM phase see together
-    assert _samples(laptop[chapter.TP_POSTAG_2X]) == 2 * _samples(laptop[chapter.TP_POSTAG]) \
-        == _samples(laptop[chapter.TP_POSTAG]) + _samples(laptop[chapter.TFM]) == 20_480
+    assert (
+        _samples(laptop[chapter.TP_POSTAG_2X])
+        == 2 * _samples(laptop[chapter.TP_POSTAG])
+        == _samples(laptop[chapter.TP_POSTAG]) + _samples(laptop[chapter.TFM])
+        == 20_480
+    )
     assert laptop[chapter.TFM]["method_kwargs"]["lambda"] == 0.0  # Supp Tab. 2 trains with lambda = 0
     assert [laptop[r]["method_kwargs"]["lambda"] for r in chapter.lambda_rows([0, 0.1, 1])] == [0.0, 0.1, 1.0]
     big = laptop[chapter.TFM_BIG]["method_kwargs"]
@@ -54,8 +57,10 @@ def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatc
 
 def test_the_world_lexicon_puts_no_verb_in_the_top_50_but_in_the_top_100():
     captions = chapter.training_captions("laptop", 0)
-    at = {k: {pos: lexicon.tag_vocabulary(captions, pos, k) for pos in (("NN", "ADJ"), ("NN", "ADJ", "VB"))}
-          for k in (chapter.K_DEFAULT, chapter.K_COMPOSITION)}
+    at = {
+        k: {pos: lexicon.tag_vocabulary(captions, pos, k) for pos in (("NN", "ADJ"), ("NN", "ADJ", "VB"))}
+        for k in (chapter.K_DEFAULT, chapter.K_COMPOSITION)
+    }
     assert at[50][("NN", "ADJ")] == at[50][("NN", "ADJ", "VB")]  # why M3's verb claims run at K = 100
     verbs = [t for t in at[100][("NN", "ADJ", "VB")] if lexicon.pos_of(t) == "VB"]
     assert verbs and set(at[100][("NN", "ADJ")]) != set(at[100][("NN", "ADJ", "VB")])
@@ -79,8 +84,9 @@ def test_icmlm_beats_every_tp_claim_reads_each_comparison():
     claim = next(c for c in chapter.CLAIMS if c.id == "M10_C-13")
     m = claim.metric
     results = {chapter.TFM: _records([0.30, 0.31, 0.33], m)}
-    results.update({row: _records([0.20 + i / 100, 0.205 + i / 100, 0.22 + i / 100], m)
-                    for i, row in enumerate(claim.candidates)})
+    results.update(
+        {row: _records([0.20 + i / 100, 0.205 + i / 100, 0.22 + i / 100], m) for i, row in enumerate(claim.candidates)}
+    )
     line = claim_lib.judge(claim, results, "ICMLM")
     assert line["verdict"] == "reproduced" and line["book_value"].startswith("3 of 3 reproduced; weakest TP_Cluster")
     results[chapter.TP_POSTAG] = _records([0.40, 0.41, 0.42], m)  # one TP above ICMLM in every seed
@@ -89,22 +95,27 @@ def test_icmlm_beats_every_tp_claim_reads_each_comparison():
 
 def test_interaction_claim_m8_is_image_minus_lm_alone_per_seed():
     claim = next(c for c in chapter.CLAIMS if c.id == "M8")
-    records = [{"seed": s, "metrics": {chapter.PROXY: 0.5 + s / 100, chapter.LM_ALONE: 0.3}, "config": {"seed": s}}
-               for s in range(3)]
+    records = [
+        {"seed": s, "metrics": {chapter.PROXY: 0.5 + s / 100, chapter.LM_ALONE: 0.3}, "config": {"seed": s}}
+        for s in range(3)
+    ]
     d = claim_lib.interaction_differences(claim.terms, {chapter.TFM: records})
     assert d.tolist() == pytest.approx([0.2, 0.21, 0.22])
 
 
-@pytest.mark.parametrize("check, value, name", [
-    (chapter.check_label_sizes, [0], "label_sizes"),
-    (chapter.check_label_sizes, [10, 10], "label_sizes"),
-    (chapter.check_label_sizes, [1000], "label_sizes"),  # more tags than the world lexicon holds
-    (chapter.check_label_sizes, "50", "label_sizes"),
-    (chapter.check_lambdas, [-0.1], "lambdas"),
-    (chapter.check_lambdas, [0.1, 0.1], "lambdas"),
-    (chapter.check_lambdas, ["a"], "lambdas"),
-    (lambda v: chapter.resolve_seeds("laptop", v), [-1], "seeds"),
-])
+@pytest.mark.parametrize(
+    "check, value, name",
+    [
+        (chapter.check_label_sizes, [0], "label_sizes"),
+        (chapter.check_label_sizes, [10, 10], "label_sizes"),
+        (chapter.check_label_sizes, [1000], "label_sizes"),  # more tags than the world lexicon holds
+        (chapter.check_label_sizes, "50", "label_sizes"),
+        (chapter.check_lambdas, [-0.1], "lambdas"),
+        (chapter.check_lambdas, [0.1, 0.1], "lambdas"),
+        (chapter.check_lambdas, ["a"], "lambdas"),
+        (lambda v: chapter.resolve_seeds("laptop", v), [-1], "seeds"),
+    ],
+)
 def test_bad_parameters_are_refused_naming_them(check, value, name):
     with pytest.raises(ValueError, match=name):
         check(value)

@@ -65,7 +65,7 @@ def _paper(module: str) -> str:
 
 
 def _book_side(module: str) -> bool:
-    return module.startswith("vlp_lib.book") or (_is_paper(module) and ".book" in module[len("vlp_lib.papers."):])
+    return module.startswith("vlp_lib.book") or (_is_paper(module) and ".book" in module[len("vlp_lib.papers.") :])
 
 
 def test_no_import_cycle_anywhere_in_the_package():
@@ -75,15 +75,22 @@ def test_no_import_cycle_anywhere_in_the_package():
     cols = [index[b] for a, targets in GRAPH.items() for b in targets if a != b]
     adjacency = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(names), len(names)))
     _, labels = connected_components(adjacency, directed=True, connection="strong")
-    cycles = [sorted(n for n in names if labels[index[n]] == label) for label in set(labels)
-              if (labels == label).sum() > 1]
+    cycles = [
+        sorted(n for n in names if labels[index[n]] == label) for label in set(labels) if (labels == label).sum() > 1
+    ]
     assert not cycles, f"import cycles (strongly connected modules): {cycles}"
 
 
 def test_the_cycle_finder_sees_imports_inside_functions_and_relative_ones():
-    source = ("import os\n\ndef f():\n    from vlp_lib import experiment\n    from ..data.tasks import load_task\n"
-              "    class C:\n        def g(self):\n            from . import clip\n")
-    assert _imports_of(source, "vlp_lib.methods") == {"vlp_lib.experiment", "vlp_lib.data.tasks", "vlp_lib.methods.clip"}
+    source = (
+        "import os\n\ndef f():\n    from vlp_lib import experiment\n    from ..data.tasks import load_task\n"
+        "    class C:\n        def g(self):\n            from . import clip\n"
+    )
+    assert _imports_of(source, "vlp_lib.methods") == {
+        "vlp_lib.experiment",
+        "vlp_lib.data.tasks",
+        "vlp_lib.methods.clip",
+    }
 
 
 def test_the_core_names_no_paper_and_no_book_code():
@@ -116,7 +123,9 @@ def test_every_paper_folder_is_registered_with_its_notebooks_and_methods():
         assert pages.CHAPTERS[chapter.name] == list(chapter.notebooks)
         for method in chapter.methods:
             cls = methods.method_class(method)
-            assert cls.__module__ == f"vlp_lib.papers.{chapter.name}.method" and methods.paper_of(method) == chapter.name
+            assert (
+                cls.__module__ == f"vlp_lib.papers.{chapter.name}.method" and methods.paper_of(method) == chapter.name
+            )
     assert methods.paper_of("clip") is None
 
 
@@ -142,13 +151,13 @@ def test_register_refuses_a_notebook_or_a_method_of_two_papers(monkeypatch):
 
 
 def test_importing_the_report_loads_no_paper():
-    code = ("import sys, vlp_lib.book.report; "
-            "print(any(m.startswith('vlp_lib.papers.') for m in sys.modules))")
+    code = "import sys, vlp_lib.book.report; print(any(m.startswith('vlp_lib.papers.') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     assert out.stdout.strip() == "False"  # importing report loads no chapter until a scorecard is asked for
 
 
 # --- the fingerprint per paper ------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def package_copy(tmp_path, monkeypatch):
@@ -173,8 +182,10 @@ def test_editing_one_paper_leaves_every_other_papers_stored_runs_loaded(package_
         runs.save(runs.RUN_KIND, config, {"acc": 0.5}, root=store, paper=scope)
 
     def loaded() -> dict:
-        return {scope: runs.load(runs.RUN_KIND, config, root=store, paper=scope) is not None
-                for scope, config in configs.items()}
+        return {
+            scope: runs.load(runs.RUN_KIND, config, root=store, paper=scope) is not None
+            for scope, config in configs.items()
+        }
 
     assert all(loaded().values())
     # a paper's book side (claims, tables) and the book's own code: nothing is stale
@@ -222,7 +233,7 @@ SIXTH = {
         CHAPTER = register(Chapter(name="toypaper", paper="ToyCLIP", notebooks=(), methods=("toyclip",),
                                    module="vlp_lib.papers.toypaper.book.chapter", order=990))
         ''',
-    "method.py": '''
+    "method.py": """
         from vlp_lib.losses.clip import clip_loss
         from vlp_lib.methods.base import Method
 
@@ -234,9 +245,9 @@ SIXTH = {
                 out = model(batch.images, batch.texts)
                 loss = 0.5 * clip_loss(out["image_features"], out["text_features"], out["logit_scale"])
                 return loss, {"loss_toy": loss.item()}
-        ''',
+        """,
     "book/__init__.py": "",
-    "book/chapter.py": '''
+    "book/chapter.py": """
         from vlp_lib import experiment
         from vlp_lib.book.report import SCORECARD_COLUMNS
 
@@ -256,7 +267,7 @@ SIXTH = {
             record = experiment.stored(config(scale, 0))
             value = "not run" if record is None else f"{record['metrics']['shapes10/linear']:.3f}"
             return [{**{c: "" for c in SCORECARD_COLUMNS}, "id": "T1", "paper": "ToyCLIP", "verdict": value}]
-        ''',
+        """,
 }
 
 

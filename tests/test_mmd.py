@@ -31,7 +31,7 @@ def reference_kernel(kernel: str, d: int, degree: int = 3, sigma: float | None =
         return lambda a, b: sum(u * v for u, v in zip(a, b))
     if kernel == "poly":
         return lambda a, b: (sum(u * v for u, v in zip(a, b)) / d + 1.0) ** degree
-    return lambda a, b: math.exp(-math.dist(a, b) ** 2 / (2 * sigma ** 2))
+    return lambda a, b: math.exp(-(math.dist(a, b) ** 2) / (2 * sigma**2))
 
 
 def reference_mmd(x: np.ndarray, y: np.ndarray, k) -> float:
@@ -55,23 +55,32 @@ def test_matches_the_double_loop_reference(kernel):
     # torch tensors (float32 is widened to float64) and nested lists give the same number
     assert math.isclose(mmd(torch.from_numpy(x), torch.from_numpy(y), kernel=kernel), expected, rel_tol=1e-10)
     assert math.isclose(mmd(x.tolist(), y.tolist(), kernel=kernel), expected, rel_tol=1e-10)
-    assert math.isclose(mmd(torch.from_numpy(x).float(), torch.from_numpy(y).float(), kernel=kernel), expected,
-                        rel_tol=1e-5, abs_tol=1e-6)
+    assert math.isclose(
+        mmd(torch.from_numpy(x).float(), torch.from_numpy(y).float(), kernel=kernel),
+        expected,
+        rel_tol=1e-5,
+        abs_tol=1e-6,
+    )
 
 
 def test_kernel_parameters_match_the_reference():
     x, y = sample(7, seed=3), sample(5, shift=-0.5, seed=4)
-    assert math.isclose(mmd(x, y, kernel="poly", degree=2), reference_mmd(x, y, reference_kernel("poly", 3, 2)),
-                        rel_tol=1e-10)
-    assert math.isclose(mmd(x, y, kernel="rbf", bandwidth=0.7),
-                        reference_mmd(x, y, reference_kernel("rbf", 3, sigma=0.7)), rel_tol=1e-10)
+    assert math.isclose(
+        mmd(x, y, kernel="poly", degree=2), reference_mmd(x, y, reference_kernel("poly", 3, 2)), rel_tol=1e-10
+    )
+    assert math.isclose(
+        mmd(x, y, kernel="rbf", bandwidth=0.7),
+        reference_mmd(x, y, reference_kernel("rbf", 3, sigma=0.7)),
+        rel_tol=1e-10,
+    )
     # the poly kernel at degree 1 is the linear kernel / D plus a constant, and constants cancel in MMD^2
     assert math.isclose(mmd(x, y, kernel="poly", degree=1), mmd(x, y, kernel="linear") / 3, rel_tol=1e-10)
     # the linear MMD^2_u is the squared distance of the means minus each set's diagonal (i = j) terms
     n, m = len(x), len(y)
     sx, sy = x.sum(0), y.sum(0)
-    closed = ((sx @ sx - (x * x).sum()) / (n * (n - 1)) + (sy @ sy - (y * y).sum()) / (m * (m - 1))
-              - 2 * sx @ sy / (n * m))
+    closed = (
+        (sx @ sx - (x * x).sum()) / (n * (n - 1)) + (sy @ sy - (y * y).sum()) / (m * (m - 1)) - 2 * sx @ sy / (n * m)
+    )
     assert math.isclose(mmd(x, y), closed, rel_tol=1e-10)
 
 
@@ -88,8 +97,7 @@ def test_rbf_bandwidth_is_the_median_heuristic():
     # sigma scales with the data, so the RBF MMD^2 with the heuristic is scale-invariant
     assert math.isclose(rbf_bandwidth(3 * x, 3 * y), 3 * rbf_bandwidth(x, y), rel_tol=1e-12)
     assert math.isclose(mmd(3 * x, 3 * y, kernel="rbf"), mmd(x, y, kernel="rbf"), rel_tol=1e-9)
-    assert math.isclose(mmd(x, y, kernel="rbf"), mmd(x, y, kernel="rbf", bandwidth=rbf_bandwidth(x, y)),
-                        rel_tol=1e-12)
+    assert math.isclose(mmd(x, y, kernel="rbf"), mmd(x, y, kernel="rbf", bandwidth=rbf_bandwidth(x, y)), rel_tol=1e-12)
 
 
 @pytest.mark.parametrize("kernel", ["linear", "poly", "rbf"])
@@ -114,8 +122,9 @@ def test_unbiased_same_distribution_averages_zero():
     assert math.isclose(np.mean(v_stats), 1.2, rel_tol=0.15)
     # (a fixed sigma: the median heuristic's sigma depends on the data, which the U-statistic argument does not cover)
     for kernel, kw in (("poly", {}), ("rbf", {"bandwidth": 1.0})):
-        values = np.array([mmd(rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), kernel=kernel, **kw)
-                           for _ in range(300)])
+        values = np.array(
+            [mmd(rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), kernel=kernel, **kw) for _ in range(300)]
+        )
         assert abs(values.mean()) < 3 * values.std(ddof=1) / math.sqrt(len(values))
 
 
@@ -129,7 +138,7 @@ def test_same_distribution_near_zero_shift_clearly_positive_and_growing(kernel):
     if kernel == "linear":
         # E[MMD^2_u] with the linear kernel is ||mu_x - mu_y||^2 = shift^2 exactly
         for s, value in zip((0.5, 1.0, 2.0), shifted):
-            assert abs(value - s ** 2) < 0.1 + 0.1 * s
+            assert abs(value - s**2) < 0.1 + 0.1 * s
     if kernel == "rbf":
         # with a fixed sigma too (the heuristic's sigma grows with the shift)
         fixed = [mmd(base, sample(300, d=3, shift=s, seed=12), kernel="rbf", bandwidth=1.0) for s in (0.5, 1.0, 2.0)]
@@ -138,8 +147,12 @@ def test_same_distribution_near_zero_shift_clearly_positive_and_growing(kernel):
 
 @pytest.mark.parametrize("kernel", ["linear", "poly", "rbf"])
 def test_mmd_matrix(kernel):
-    sets = {"images": sample(60, seed=13), "captions": sample(50, shift=2.0, seed=14),
-            "nlp": sample(40, shift=3.0, seed=15), "constructed": sample(55, shift=2.2, seed=16)}
+    sets = {
+        "images": sample(60, seed=13),
+        "captions": sample(50, shift=2.0, seed=14),
+        "nlp": sample(40, shift=3.0, seed=15),
+        "constructed": sample(55, shift=2.2, seed=16),
+    }
     table = mmd_matrix(sets, kernel=kernel)
     assert isinstance(table, pd.DataFrame)
     assert list(table.index) == list(sets) and list(table.columns) == list(sets)
@@ -149,16 +162,18 @@ def test_mmd_matrix(kernel):
     # one sigma for the whole matrix: the median heuristic on the union of all sets
     bandwidth = rbf_bandwidth(*sets.values()) if kernel == "rbf" else None
     for a, b in itertools.combinations(sets, 2):
-        assert math.isclose(table.loc[a, b], mmd(sets[a], sets[b], kernel=kernel, bandwidth=bandwidth),
-                            rel_tol=1e-10, abs_tol=1e-12)
+        assert math.isclose(
+            table.loc[a, b], mmd(sets[a], sets[b], kernel=kernel, bandwidth=bandwidth), rel_tol=1e-10, abs_tol=1e-12
+        )
     # the geometry of the sets: captions are closer to the constructed set than to the NLP set
     assert table.loc["captions", "constructed"] < table.loc["captions", "nlp"]
     assert table.loc["images", "constructed"] < table.loc["images", "nlp"]
     # an explicit bandwidth is passed through
     if kernel == "rbf":
         fixed = mmd_matrix(sets, kernel="rbf", bandwidth=0.5)
-        assert math.isclose(fixed.loc["images", "nlp"], mmd(sets["images"], sets["nlp"], "rbf", bandwidth=0.5),
-                            rel_tol=1e-10)
+        assert math.isclose(
+            fixed.loc["images", "nlp"], mmd(sets["images"], sets["nlp"], "rbf", bandwidth=0.5), rel_tol=1e-10
+        )
 
 
 def _bad_cases():

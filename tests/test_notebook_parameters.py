@@ -17,8 +17,11 @@ def parameters(path: Path) -> tuple[str, str, list[tuple[str, str]]]:
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     index = next(i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", []))
     source = "".join(cells[index]["source"])
-    names = [(node.target.id, ast.unparse(node.annotation)) for node in ast.parse(source).body
-             if isinstance(node, ast.AnnAssign)]
+    names = [
+        (node.target.id, ast.unparse(node.annotation))
+        for node in ast.parse(source).body
+        if isinstance(node, ast.AnnAssign)
+    ]
     return source, "".join(cells[index + 1]["source"]), names
 
 

@@ -22,10 +22,16 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 
 def test_there_are_notebooks():
-    assert {p.name for p in NOTEBOOKS} >= {"world_tour.ipynb", "clip_baseline.ipynb", "protoclip_ablation.ipynb",
-                                           "protoclip_components.ipynb", "protoclip_benchmark.ipynb",
-                                           "protoclip_clustering.ipynb", "protoclip_efficiency.ipynb",
-                                           "scorecard.ipynb"}
+    assert {p.name for p in NOTEBOOKS} >= {
+        "world_tour.ipynb",
+        "clip_baseline.ipynb",
+        "protoclip_ablation.ipynb",
+        "protoclip_components.ipynb",
+        "protoclip_benchmark.ipynb",
+        "protoclip_clustering.ipynb",
+        "protoclip_efficiency.ipynb",
+        "scorecard.ipynb",
+    }
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -82,9 +88,26 @@ def test_pages_state_their_scale(path):
 
 def _smoke_run(path: Path, out: Path, env: dict[str, str]):
     """``path`` executed at smoke scale into ``out`` by papermill in a process of its own; the executed notebook."""
-    done = subprocess.run([sys.executable, "-m", "papermill", str(path), str(out), "-k", "python3", "-p", "scale",
-                           "smoke", "--cwd", str(path.parent), "--no-progress-bar"], env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(path),
+            str(out),
+            "-k",
+            "python3",
+            "-p",
+            "scale",
+            "smoke",
+            "--cwd",
+            str(path.parent),
+            "--no-progress-bar",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise AssertionError(f"{path.name} failed at smoke scale:\n{done.stderr[-4000:]}")
     return nbformat.read(out, as_version=4)
@@ -97,10 +120,17 @@ def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
     earlier ones stored), a chapter's notebooks in book order, one thread per kernel (``SMOKE_ENV``). Chapters
     are independent (``pages.CHAPTERS``), so they run side by side, one kernel per core (at most 4); the scorecard
     starts once every other notebook is done."""
-    selected = {item.callspec.params["path"].stem for item in request.session.items
-                if item.originalname == "test_runs_at_smoke_scale"}
-    env = {**os.environ, **bookbuild.SMOKE_ENV, "VLP_RESULTS_DIR": str(tmp_path_factory.mktemp("book_results")),
-           "VLP_CHECKPOINT_DIR": str(tmp_path_factory.mktemp("book_checkpoints"))}
+    selected = {
+        item.callspec.params["path"].stem
+        for item in request.session.items
+        if item.originalname == "test_runs_at_smoke_scale"
+    }
+    env = {
+        **os.environ,
+        **bookbuild.SMOKE_ENV,
+        "VLP_RESULTS_DIR": str(tmp_path_factory.mktemp("book_results")),
+        "VLP_CHECKPOINT_DIR": str(tmp_path_factory.mktemp("book_checkpoints")),
+    }
     out_dir = tmp_path_factory.mktemp("executed")
     futures: dict[str, Future] = {stem: Future() for stem in selected}
 
@@ -112,8 +142,11 @@ def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
             except BaseException as err:  # reported by that notebook's test; the chain goes on
                 futures[stem].set_exception(err)
 
-    chains = [[nb for nb in notebooks if nb in selected] for name, notebooks in pages.CHAPTERS.items()
-              if name != pages.SCORECARD]
+    chains = [
+        [nb for nb in notebooks if nb in selected]
+        for name, notebooks in pages.CHAPTERS.items()
+        if name != pages.SCORECARD
+    ]
     chained = {nb for chain in chains for nb in chain} | {pages.SCORECARD}
     chains = [chain for chain in chains if chain] + [[nb] for nb in sorted(selected - chained)]
     pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
@@ -133,9 +166,17 @@ def test_runs_at_smoke_scale(path, smoke_runs):
     assert "IProgress not found" not in raw  # vlp_lib imports tqdm.autonotebook quietly before its dependencies do
     if path.stem != "world_tour":
         assert "not evidence" in raw  # the scale note
-    streams = "".join(out.get("text", "") for cell in bookbuild.clean(executed)["cells"]
-                      for out in cell.get("outputs", []) if out.get("output_type") == "stream")
+    streams = "".join(
+        out.get("text", "")
+        for cell in bookbuild.clean(executed)["cells"]
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream"
+    )
     assert "\r" not in streams and "it/s]" not in streams and "Tqdm" not in streams, "the page shows no progress bars"
-    figures = [out["data"] for cell in executed["cells"] for out in cell.get("outputs", [])
-               if "<Figure size" in "".join(out.get("data", {}).get("text/plain", ""))]
+    figures = [
+        out["data"]
+        for cell in executed["cells"]
+        for out in cell.get("outputs", [])
+        if "<Figure size" in "".join(out.get("data", {}).get("text/plain", ""))
+    ]
     assert all("image/png" in data for data in figures), "every displayed figure reaches the page as a PNG"

@@ -33,8 +33,15 @@ def blobs(n_per_class: int, n_classes: int, dim: int = 16, seed: int = 0):
 
 
 def test_loss_curve_with_logit_scale_and_lr(tmp_path):
-    history = [{"step": s, "loss": 4.0 * np.exp(-s / 50) + 0.1 * np.sin(s), "lr": 1e-3 * min(1, s / 10),
-                "logit_scale": 14.3 + s / 10} for s in range(200)]
+    history = [
+        {
+            "step": s,
+            "loss": 4.0 * np.exp(-s / 50) + 0.1 * np.sin(s),
+            "lr": 1e-3 * min(1, s / 10),
+            "logit_scale": 14.3 + s / 10,
+        }
+        for s in range(200)
+    ]
     fig = plots.loss_curve(history, path=tmp_path / "loss.png")
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 3  # loss, logit scale, lr
@@ -106,13 +113,15 @@ def test_image_grid_with_captions(tmp_path):
 
 
 def test_bar_with_error_paper_vs_book(tmp_path):
-    table = pd.DataFrame({
-        "group": ["CIFAR10", "CIFAR10", "CIFAR100", "CIFAR100", "STL10", "STL10"],
-        "label": ["CLIP", "ProtoCLIP"] * 3,
-        "mean": [0.45, 0.49, 0.20, 0.23, 0.60, 0.66],
-        "std": [0.01, 0.02, 0.01, np.nan, 0.03, 0.02],
-        "paper": [0.4912, 0.5395, 0.2032, 0.2460, np.nan, np.nan],
-    })
+    table = pd.DataFrame(
+        {
+            "group": ["CIFAR10", "CIFAR10", "CIFAR100", "CIFAR100", "STL10", "STL10"],
+            "label": ["CLIP", "ProtoCLIP"] * 3,
+            "mean": [0.45, 0.49, 0.20, 0.23, 0.60, 0.66],
+            "std": [0.01, 0.02, 0.01, np.nan, 0.03, 0.02],
+            "paper": [0.4912, 0.5395, 0.2032, 0.2460, np.nan, np.nan],
+        }
+    )
     fig = plots.bar_with_error(table, path=tmp_path / "bars.png", ylabel="zero-shot top-1")
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
@@ -135,8 +144,10 @@ def test_style_is_scoped_to_the_library():
 
 
 def test_recipe_curve(tmp_path):
-    candidates = {"a": {"train_seconds": 60.0, "shapes10_linear": 0.5, "samples_per_s": 2000.0},
-                  "b": {"train_seconds": 61.0, "shapes10_linear": 0.3, "samples_per_s": 1000.0}}
+    candidates = {
+        "a": {"train_seconds": 60.0, "shapes10_linear": 0.5, "samples_per_s": 2000.0},
+        "b": {"train_seconds": 61.0, "shapes10_linear": 0.3, "samples_per_s": 1000.0},
+    }
     curves = {"a": [(30.0, 0.4), (60.0, 0.5)], "b": [(30.0, 0.2), (60.0, 0.3)]}
     fig = plots.recipe_curve(candidates, curves, path=tmp_path / "recipe.png")
     assert isinstance(fig, Figure) and len(fig.axes[0].lines) == 2

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vlp_lib.papers.protoclip.prototypes import pbt, soft_targets
 from vlp_lib.papers.protoclip.loss import proto_loss, proto_loss_pair
+from vlp_lib.papers.protoclip.prototypes import pbt, soft_targets
 
 
 def _batch(b=16, k=10, d=8, seed=0):

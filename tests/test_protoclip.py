@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
-import torch
 
 from vlp_lib import experiment
-from vlp_lib.papers.protoclip.method import ProtoCLIP
 from vlp_lib.models import create_model
+from vlp_lib.papers.protoclip.method import ProtoCLIP
 from vlp_lib.train import TrainConfig, train
 
 TINY = dict(train_size=96, batch_size=16, task_train=60, task_test=40, retrieval_images=20, eval_tasks=["shapes10"])
@@ -16,8 +15,14 @@ def test_two_episodes_end_to_end(synthetic_pairs):
     data, vocab, ctx = synthetic_pairs
     model = create_model("rn-tiny", vocab, ctx, seed=0)
     external = np.random.default_rng(0).normal(size=(len(data), 8)).astype(np.float32)
-    method = ProtoCLIP(embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4,
-                       target_temperature=0.01, external_features=external)
+    method = ProtoCLIP(
+        embed_dim=128,
+        head_hidden=32,
+        head_dim=16,
+        images_per_prototype=4,
+        target_temperature=0.01,
+        external_features=external,
+    )
     config = TrainConfig(epochs=2, batch_size=16, episode_size=32, warmup_steps=1, progress=False)
     result = train(model, method, data, config)
     # 2 epochs of 64 pairs in episodes of 32 pairs = 4 episodes, 2 steps each
@@ -36,8 +41,9 @@ def test_warmup_episodes_train_clip_only(synthetic_pairs):
     data, vocab, ctx = synthetic_pairs
     model = create_model("rn-tiny", vocab, ctx, seed=0)
     method = ProtoCLIP(embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4, warmup_episodes=2)
-    history = train(model, method, data, TrainConfig(epochs=1, batch_size=16, episode_size=32, warmup_steps=1,
-                                                     progress=False)).history
+    history = train(
+        model, method, data, TrainConfig(epochs=1, batch_size=16, episode_size=32, warmup_steps=1, progress=False)
+    ).history
     assert all("loss_proto" not in h for h in history)
 
 
@@ -45,8 +51,9 @@ def test_proto_only_without_clip(synthetic_pairs):
     data, vocab, ctx = synthetic_pairs
     model = create_model("rn-tiny", vocab, ctx, seed=0)
     method = ProtoCLIP(embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4, clip_weight=0.0)
-    history = train(model, method, data, TrainConfig(epochs=1, batch_size=16, episode_size=32, warmup_steps=1,
-                                                     progress=False)).history
+    history = train(
+        model, method, data, TrainConfig(epochs=1, batch_size=16, episode_size=32, warmup_steps=1, progress=False)
+    ).history
     assert all("loss_clip" not in h and "loss_proto" in h for h in history)
 
 
@@ -68,9 +75,14 @@ def test_bad_protoclip_arguments_refused(kwargs, param):
 
 
 def test_protoclip_run_through_experiment():
-    config = experiment.make_config("smoke", method="protoclip", episode_size=48, epochs=2,
-                                    method_kwargs={"images_per_prototype": 6, "head_hidden": 32, "head_dim": 16},
-                                    **TINY)
+    config = experiment.make_config(
+        "smoke",
+        method="protoclip",
+        episode_size=48,
+        epochs=2,
+        method_kwargs={"images_per_prototype": 6, "head_hidden": 32, "head_dim": 16},
+        **TINY,
+    )
     record = experiment.run(config, progress=False)
     assert {"feature_extraction", "kmeans", "pbt", "training"} <= set(record["timings"])
     assert np.isfinite(record["metrics"]["shapes10/linear"])
@@ -81,10 +93,12 @@ def test_infonce_warmup_and_locked_image_phase_train_clip_alone(synthetic_pairs)
     L_Proto-only ablation; no K-Means runs in an episode that is wholly locked."""
     data, vocab, ctx = synthetic_pairs
     model = create_model("rn-tiny", vocab, ctx, seed=0)
-    method = ProtoCLIP(embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4, clip_weight=0.0,
-                       warmup_episodes=1)
-    config = TrainConfig(epochs=4, batch_size=16, episode_size=32, warmup_steps=1, image_lock_fraction=0.5,
-                         progress=False)
+    method = ProtoCLIP(
+        embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4, clip_weight=0.0, warmup_episodes=1
+    )
+    config = TrainConfig(
+        epochs=4, batch_size=16, episode_size=32, warmup_steps=1, image_lock_fraction=0.5, progress=False
+    )
     history = train(model, method, data, config).history
     by_episode = {}
     for h in history:
@@ -104,8 +118,14 @@ def test_external_teacher_term_uses_one_hot_targets(synthetic_pairs, monkeypatch
     data, vocab, ctx = synthetic_pairs
     model = create_model("rn-tiny", vocab, ctx, seed=0)
     external = np.random.default_rng(0).normal(size=(len(data), 8)).astype(np.float32)
-    method = ProtoCLIP(embed_dim=128, head_hidden=32, head_dim=16, images_per_prototype=4, target_temperature=0.01,
-                       external_features=external)
+    method = ProtoCLIP(
+        embed_dim=128,
+        head_hidden=32,
+        head_dim=16,
+        images_per_prototype=4,
+        target_temperature=0.01,
+        external_features=external,
+    )
     train(model, method, data, TrainConfig(epochs=1, batch_size=16, episode_size=32, warmup_steps=1, progress=False))
     # per step: image and text targets at tau_y, the external ones one-hot
     assert temperatures and temperatures[:3] == [0.01, 0.01, 0.0]

@@ -2,9 +2,8 @@
 
 import pytest
 
-from vlp_lib.data import training
-from vlp_lib import experiment
 from vlp_lib.book.claims import judge
+from vlp_lib.data import training
 from vlp_lib.papers.pyramidclip.book import chapter, paper
 
 
@@ -32,7 +31,9 @@ def test_table6_is_cumulative_and_its_weights_sum_to_one():
         assert before <= after and len(after - before) <= 1
     for row in chapter.TABLE6[1:]:
         assert sum(row.kwargs()["weights"].values()) == pytest.approx(1.0)
-    assert chapter.TABLE6[-2].kwargs()["alpha"] == 0.0 and chapter.TABLE6[-1].kwargs()["alpha"] == paper.NUMBERS["alpha"]
+    assert (
+        chapter.TABLE6[-2].kwargs()["alpha"] == 0.0 and chapter.TABLE6[-1].kwargs()["alpha"] == paper.NUMBERS["alpha"]
+    )
 
 
 def test_claims_take_the_paper_numbers_from_paper_py():
@@ -47,8 +48,12 @@ def test_claims_take_the_paper_numbers_from_paper_py():
 def test_a_difference_of_gains_is_judged_per_seed():
     claim = next(c for c in chapter.CLAIMS if c.id == "P3")
     metric = claim.metric
-    results = {claim.better: _records([0.50, 0.52, 0.51], metric), claim.reference: _records([0.40, 0.41, 0.40], metric),
-               claim.minus[0]: _records([0.45, 0.46, 0.45], metric), claim.minus[1]: _records([0.44, 0.45, 0.45], metric)}
+    results = {
+        claim.better: _records([0.50, 0.52, 0.51], metric),
+        claim.reference: _records([0.40, 0.41, 0.40], metric),
+        claim.minus[0]: _records([0.45, 0.46, 0.45], metric),
+        claim.minus[1]: _records([0.44, 0.45, 0.45], metric),
+    }
     line = judge(claim, results, chapter.PAPER)
     assert line["verdict"] == "reproduced" and line["seeds"] == 3
     assert line["book_value"].startswith("+10.00")  # (10, 11, 11) - (1, 1, 0) pp = 9, 10, 11

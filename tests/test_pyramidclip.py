@@ -3,19 +3,26 @@
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
-from vlp_lib.data import training
 from vlp_lib import experiment
-from vlp_lib.papers.pyramidclip.summaries import summarize_all
+from vlp_lib.data import training
 from vlp_lib.losses.clip import clip_loss
 from vlp_lib.methods import create_method
 from vlp_lib.methods.base import Batch
-from vlp_lib.papers.pyramidclip.method import FULL_WEIGHTS, RoiEncoder, TERMS
 from vlp_lib.models import create_model
+from vlp_lib.papers.pyramidclip.method import FULL_WEIGHTS, TERMS, RoiEncoder
+from vlp_lib.papers.pyramidclip.summaries import summarize_all
 
-SMOKE = dict(train_size=64, epochs=1, batch_size=32, warmup_steps=1, task_train=40, task_test=20,
-             retrieval_images=10, eval_tasks=["shapes10"])
+SMOKE = dict(
+    train_size=64,
+    epochs=1,
+    batch_size=32,
+    warmup_steps=1,
+    task_train=40,
+    task_test=20,
+    retrieval_images=10,
+    eval_tasks=["shapes10"],
+)
 TINY_DETECTOR = 60
 
 
@@ -40,8 +47,9 @@ def test_roi_branch_ignores_padding_and_roi_order(model_name):
     torch.testing.assert_close(encoder(model.visual, changed, mask), out, atol=1e-5, rtol=1e-5)
     permuted = rois[:, [2, 0, 1]]  # no positional embedding (§3.3): the ROI set, not its order, matters
     full = mask.all(1)
-    torch.testing.assert_close(encoder(model.visual, permuted, mask[:, [2, 0, 1]])[full], out[full], atol=1e-5,
-                               rtol=1e-5)
+    torch.testing.assert_close(
+        encoder(model.visual, permuted, mask[:, [2, 0, 1]])[full], out[full], atol=1e-5, rtol=1e-5
+    )
 
 
 def _batch(model, n=8, seed=0):
@@ -57,8 +65,9 @@ def test_clip_term_at_alpha_zero_is_the_clip_loss():
     method = create_method("pyramidclip", weights={"clip": 1.0}, alpha=0.0)
     loss, logs = method.loss(model, batch)
     out = model(batch.images, batch.texts)
-    torch.testing.assert_close(loss, clip_loss(out["image_features"], out["text_features"], out["logit_scale"]),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        loss, clip_loss(out["image_features"], out["text_features"], out["logit_scale"]), atol=1e-5, rtol=1e-5
+    )
     assert set(logs) == {"loss_clip", "logit_scale"}
 
 
@@ -71,17 +80,20 @@ def test_method_declares_the_side_data_and_views_its_terms_read():
     assert set(FULL_WEIGHTS) == {"gs", "lt", "rs", "rt"} and set(TERMS) >= set(FULL_WEIGHTS)
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    ({"weights": {"gs": 0.5, "lt": 0.4}}, "weights"),
-    ({"weights": {"gs": 0.5, "xx": 0.5}}, "weights"),
-    ({"weights": {"gs": 1.5, "lt": -0.5}}, "weights"),
-    ({"alpha": 1.0}, "alpha"),
-    ({"alpha": -0.1}, "alpha"),
-    ({"summary": "t5"}, "summary"),
-    ({"detector": "vinvl"}, "detector"),
-    ({"detector_images": 10}, "detector_images"),
-    ({"views": ["local"]}, "unknown"),
-])
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        ({"weights": {"gs": 0.5, "lt": 0.4}}, "weights"),
+        ({"weights": {"gs": 0.5, "xx": 0.5}}, "weights"),
+        ({"weights": {"gs": 1.5, "lt": -0.5}}, "weights"),
+        ({"alpha": 1.0}, "alpha"),
+        ({"alpha": -0.1}, "alpha"),
+        ({"summary": "t5"}, "summary"),
+        ({"detector": "vinvl"}, "detector"),
+        ({"detector_images": 10}, "detector_images"),
+        ({"views": ["local"]}, "unknown"),
+    ],
+)
 def test_bad_arguments_are_refused_before_any_compute(kwargs, param, monkeypatch):
     monkeypatch.setattr(training, "generate", lambda *a, **k: pytest.fail("generated data for a bad config"))
     with pytest.raises(ValueError, match=param):
@@ -89,8 +101,14 @@ def test_bad_arguments_are_refused_before_any_compute(kwargs, param, monkeypatch
 
 
 def test_full_pyramidclip_trains_through_the_experiment_and_evaluates_on_full_images():
-    config = experiment.make_config("smoke", method="pyramidclip", seed=0, augmentation="none",
-                                    method_kwargs={"detector_images": TINY_DETECTOR}, **SMOKE)
+    config = experiment.make_config(
+        "smoke",
+        method="pyramidclip",
+        seed=0,
+        augmentation="none",
+        method_kwargs={"detector_images": TINY_DETECTOR},
+        **SMOKE,
+    )
     record = experiment.run(config, progress=False, verbose=False)
     history = record["history"]
     assert {"loss_gs", "loss_lt", "loss_rs", "loss_rt"} <= set(history[0])
@@ -99,9 +117,13 @@ def test_full_pyramidclip_trains_through_the_experiment_and_evaluates_on_full_im
 
 
 def test_summaries_and_rois_become_side_data_of_the_training_pairs():
-    config = experiment.make_config("smoke", method="pyramidclip", seed=0,
-                                    method_kwargs={"detector_images": TINY_DETECTOR, "detector": "untrained"},
-                                    **SMOKE)
+    config = experiment.make_config(
+        "smoke",
+        method="pyramidclip",
+        seed=0,
+        method_kwargs={"detector_images": TINY_DETECTOR, "detector": "untrained"},
+        **SMOKE,
+    )
     data, tokenizer, model = experiment.build(config)
     kwargs = experiment.method_arguments(config, data, model, tokenizer)
     assert kwargs["visual"] is model.visual
@@ -114,8 +136,14 @@ def test_detection_stand_in_probes_score_a_model_and_have_chance_levels():
     from vlp_lib.suite import chance_levels, evaluate_suite
 
     model = create_model("rn-tiny", 64, 8, image_size=32, seed=0)
-    config = {"eval_tasks": ["presence", "relation"], "scale": "smoke", "task_train": 120, "task_test": 60,
-              "retrieval_images": 10, "seed": 0}
+    config = {
+        "eval_tasks": ["presence", "relation"],
+        "scale": "smoke",
+        "task_train": 120,
+        "task_test": 60,
+        "retrieval_images": 10,
+        "seed": 0,
+    }
     metrics = evaluate_suite(model, None, config, text_tower=False)
     chance = chance_levels(config, text_tower=False)
     assert set(metrics) == set(chance) == {"presence/map", "relation/linear"}

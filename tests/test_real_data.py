@@ -51,8 +51,9 @@ def test_png_shards_of_the_world_train_exactly_as_the_world(tmp_path):
     assert report.kept == 128 and report.bad == {}
     common = dict(TINY, train_size=128, image_size=32)
     on_world = experiment.run(experiment.make_config("smoke", **common), progress=False)
-    on_shards = experiment.run(experiment.make_config("smoke", train_data=str(tmp_path), tokenizer="world",
-                                                      **common), progress=False)
+    on_shards = experiment.run(
+        experiment.make_config("smoke", train_data=str(tmp_path), tokenizer="world", **common), progress=False
+    )
     assert on_shards["config"]["train_size"] == 128 and on_shards["metrics"]["train_pairs"] == 128
     for key in ("final_loss", "shapes10/zeroshot_top1", "shapes10/linear", "retrieval/mean_recall"):
         assert on_shards["metrics"][key] == pytest.approx(on_world["metrics"][key], abs=1e-6), key
@@ -79,11 +80,14 @@ def test_a_comma_separated_csv_is_read(tmp_path):
     assert real.count_pairs(csv) == 3
 
 
-@pytest.mark.parametrize("content, message", [
-    ("", "is empty"),
-    ("filepath\ttitle\n", "has no rows"),
-    ("path\ttitle\nx.jpg\thello\n", "column 'filepath'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "is empty"),
+        ("filepath\ttitle\n", "has no rows"),
+        ("path\ttitle\nx.jpg\thello\n", "column 'filepath'"),
+    ],
+)
 def test_broken_csv_refused(tmp_path, content, message):
     csv = tmp_path / "pairs.csv"
     csv.write_text(content)
@@ -102,12 +106,13 @@ def test_bad_samples_are_skipped_and_counted_in_a_large_set(tmp_path):
     assert "number 9" not in " ".join(data.captions) and data.captions[5] == "a red circle number 6"
 
 
-@pytest.mark.parametrize("kind, message", [("missing", "1 missing image file"),
-                                           ("text", "1 not a decodable image")])
+@pytest.mark.parametrize("kind, message", [("missing", "1 missing image file"), ("text", "1 not a decodable image")])
 def test_too_many_bad_samples_refused(tmp_path, kind, message):
     """One bad sample of four is 25%: a wrong path or format, refused naming train_data and the row."""
     csv = write_csv(tmp_path, 4, bad_rows={2: kind})
-    with pytest.raises(ValueError, match=f"train_data .*: 1 of 4 samples are bad.* {message} \\(e.g. 'row 4: img2.jpg'\\)"):
+    with pytest.raises(
+        ValueError, match=f"train_data .*: 1 of 4 samples are bad.* {message} \\(e.g. 'row 4: img2.jpg'\\)"
+    ):
         real.load_pairs(csv, world_tokenizer(), 32, workers=0)
 
 
@@ -167,14 +172,19 @@ def write_folders(root, classes=("cat", "golden_retriever"), per_class=6, bad=0)
 
 def test_image_folder_task_is_evaluated_like_a_world_task(tmp_path):
     root = write_folders(tmp_path / "pets")
-    config = experiment.make_config("smoke", train_size=64, eval_tasks=["shapes10", f"folder:{root}"],
-                                    **{k: v for k, v in TINY.items() if k != "eval_tasks"})
+    config = experiment.make_config(
+        "smoke",
+        train_size=64,
+        eval_tasks=["shapes10", f"folder:{root}"],
+        **{k: v for k, v in TINY.items() if k != "eval_tasks"},
+    )
     record = experiment.run(config, progress=False)
     m = record["metrics"]
     for key in ("pets/zeroshot_top1", "pets/linear", "pets/knn", "shapes10/linear"):
         assert key in m and 0.0 <= m[key] <= 1.0
     from vlp_lib import suite
     from vlp_lib.data import tasks
+
     test = tasks.load_task(f"folder:{root}", "test", n=5)
     assert test.classnames == ["cat", "golden retriever"] and len(test) == 5 and test.images.shape[1:] == (224, 224, 3)
     assert suite.chance_levels(config)["pets/zeroshot_top1"] == pytest.approx(0.5)
@@ -187,5 +197,6 @@ def test_image_folder_task_refused_or_cleaned(tmp_path):
             experiment.make_config("smoke", eval_tasks=[name])
     root = write_folders(tmp_path / "noisy", per_class=30, bad=1)  # 1 of 61 test images is not an image
     from vlp_lib.data import tasks
+
     with pytest.warns(UserWarning, match="1 not a decodable image"):
         assert len(tasks.load_task(f"folder:{root}", "test", n=100)) == 60

@@ -98,8 +98,12 @@ def test_sweep_rule_wants_the_best_near_the_papers_and_beating_the_end_point():
     def recs(values):
         return [{"config": {"seed": s}, "metrics": {"m": v}} for s, v in enumerate(values)]
 
-    sweep = {0.0: recs([0.40, 0.41, 0.40]), 0.1: recs([0.45, 0.45, 0.46]), 0.2: recs([0.47, 0.48, 0.47]),
-             0.4: recs([0.44, 0.45, 0.44])}
+    sweep = {
+        0.0: recs([0.40, 0.41, 0.40]),
+        0.1: recs([0.45, 0.45, 0.46]),
+        0.2: recs([0.47, 0.48, 0.47]),
+        0.4: recs([0.44, 0.45, 0.44]),
+    }
     assert report.sweep_test(sweep, "m", paper_best=0.2, endpoint=0.0) == "reproduced"
     assert report.sweep_test(sweep, "m", paper_best=0.1, endpoint=0.0) == "reproduced"  # a neighbour is best
     flat = {k: recs([0.40, 0.41, 0.40]) for k in sweep}

@@ -42,7 +42,7 @@ def test_pools_and_a_small_text_pool_restarting():
     assert set(plan.images.tolist()) <= set(images.tolist()) and len(set(plan.images.tolist())) == 25
     assert len(plan.texts) == 25 and set(plan.texts.tolist()) == set(texts.tolist())
     for start in range(0, 24, 4):  # a new permutation of the pool each pass: all 4 before any repeats
-        assert sorted(plan.texts[start:start + 4].tolist()) == texts.tolist()
+        assert sorted(plan.texts[start : start + 4].tolist()) == texts.tolist()
 
 
 def test_stream_passes_are_permutations():
@@ -78,7 +78,7 @@ def test_mixed_batches_hold_round_r_b_of_the_first_source():
     plan = sampler.plan(seed=0, episode=0, n_data=100, episode_length=64, batch_size=10)
     assert len(plan.images) == 64 and plan.texts is plan.images
     for b in range(6):
-        rows = plan.images[b * 10:(b + 1) * 10]
+        rows = plan.images[b * 10 : (b + 1) * 10]
         assert (rows[:3] < 30).all() and (rows[3:] >= 30).all()
         assert list(plan.names(np.arange(b * 10, (b + 1) * 10))) == ["class"] * 3 + ["paired"] * 7
     assert plan.seen(60) == {"class": 18, "paired": 42}

@@ -34,13 +34,15 @@ def test_alpha_zero_is_open_clip_clip_loss(scale):
 def test_identity_targets_are_cross_entropy():
     g = torch.Generator().manual_seed(1)
     logits = 5.0 * torch.randn(12, 12, generator=g)
-    assert torch.allclose(soft_contrastive(logits, torch.eye(12)), F.cross_entropy(logits, torch.arange(12)),
-                          atol=1e-6, rtol=0)
+    assert torch.allclose(
+        soft_contrastive(logits, torch.eye(12)), F.cross_entropy(logits, torch.arange(12)), atol=1e-6, rtol=0
+    )
     # non-square (B queries against C candidates) and general one-hot targets
     logits = torch.randn(6, 10, generator=g)
     labels = torch.tensor([3, 0, 9, 9, 1, 5])
-    assert torch.allclose(soft_contrastive(logits, F.one_hot(labels, 10).float()), F.cross_entropy(logits, labels),
-                          atol=1e-6, rtol=0)
+    assert torch.allclose(
+        soft_contrastive(logits, F.one_hot(labels, 10).float()), F.cross_entropy(logits, labels), atol=1e-6, rtol=0
+    )
 
 
 def test_soft_contrastive_matches_the_formula_and_ignores_masked_zero_targets():
@@ -110,8 +112,12 @@ def test_multi_positive_targets():
     # all-distinct labels: soft_contrastive is plain InfoNCE
     img, txt = features(n=8, seed=4)
     logits = 10.0 * img @ txt.T
-    assert torch.allclose(soft_contrastive(logits, multi_positive_targets(torch.arange(8) * 3)),
-                          F.cross_entropy(logits, torch.arange(8)), atol=1e-6, rtol=0)
+    assert torch.allclose(
+        soft_contrastive(logits, multi_positive_targets(torch.arange(8) * 3)),
+        F.cross_entropy(logits, torch.arange(8)),
+        atol=1e-6,
+        rtol=0,
+    )
 
 
 def test_gradients_flow():

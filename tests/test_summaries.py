@@ -22,8 +22,18 @@ def _words_of(*tables) -> set[str]:
 
 # Words a summary must never hold: sizes, positions, relations, pairings, backgrounds, junk, templates, counts.
 TEMPLATE_WORDS = {w for t in vocab.CAPTION_TEMPLATES for w in vocab.words(t.format(objs=" ", bg=" ", count=" "))}
-FORBIDDEN = (_words_of(vocab.SIZES_TABLE, vocab.POSITIONS_TABLE, vocab.RELATIONS, vocab.PAIRINGS,
-                       vocab.BACKGROUNDS_TABLE, vocab.COUNT_WORDS) | vocab.junk_words() | TEMPLATE_WORDS) - {"a", "an", "and"}
+FORBIDDEN = (
+    _words_of(
+        vocab.SIZES_TABLE,
+        vocab.POSITIONS_TABLE,
+        vocab.RELATIONS,
+        vocab.PAIRINGS,
+        vocab.BACKGROUNDS_TABLE,
+        vocab.COUNT_WORDS,
+    )
+    | vocab.junk_words()
+    | TEMPLATE_WORDS
+) - {"a", "an", "and"}
 
 KNOBS = {
     "web": dict(),
@@ -39,12 +49,16 @@ KNOBS = {
 def test_hand_written_captions():
     cap = "IMG 2041 | A small crimson star in the top left corner left of a big cobalt ring on a striped background"
     assert summaries.summarize(cap) == "a crimson star and a cobalt ring"
-    assert summaries.summarize("free shipping, three shapes: an amber letter t, a jet letter e and a red bar") \
+    assert (
+        summaries.summarize("free shipping, three shapes: an amber letter t, a jet letter e and a red bar")
         == "an amber letter t and a jet letter e and a red bar"
+    )
     assert summaries.summarize("stock image blue hexagon isolated on plain background") == "a blue hexagon"
     assert summaries.summarize("an orange mid sized") == ""  # no object phrase: nothing to keep
-    assert summaries.object_phrases("a tiny ivory crescent next to a snowy wave") == [("ivory", "crescent"),
-                                                                                      ("snowy", "wave")]
+    assert summaries.object_phrases("a tiny ivory crescent next to a snowy wave") == [
+        ("ivory", "crescent"),
+        ("snowy", "wave"),
+    ]
 
 
 def test_colour_words_are_unambiguous():
@@ -99,8 +113,9 @@ def test_mismatched_captions_give_mismatched_summaries():
 
 
 def test_clean_fixed_captions_summarise_to_the_oracle_objects():
-    w = world.generate(40, 24, cache=False, paraphrase=False, synonym_rate=0.0, omit_rate=0.0, junk_rate=0.0,
-                       mismatch_rate=0.0)
+    w = world.generate(
+        40, 24, cache=False, paraphrase=False, synonym_rate=0.0, omit_rate=0.0, junk_rate=0.0, mismatch_rate=0.0
+    )
     for cap, oracle in zip(w.captions, w.summaries):
         objects = oracle.rsplit(" on a ", 1)[0].replace(", ", " and ")
         assert summaries.summarize(cap) == objects

@@ -1,5 +1,3 @@
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -51,7 +49,7 @@ def test_resume_continues_exactly(synthetic_pairs, tmp_path):
 def test_loss_decreases_on_learnable_pairs(synthetic_pairs):
     # each caption token encodes the image's mean brightness bucket: a learnable pairing
     data, vocab, ctx = synthetic_pairs
-    bucket = (data.images.reshape(len(data), -1).mean(1) > np.median(data.images.reshape(len(data), -1).mean(1)))
+    bucket = data.images.reshape(len(data), -1).mean(1) > np.median(data.images.reshape(len(data), -1).mean(1))
     data.tokens[:, 1] = torch.from_numpy(bucket.astype(np.int64) + 3)
     config = TrainConfig(epochs=8, batch_size=16, lr=2e-3, warmup_steps=2, progress=False)
     model = create_model("vit-tiny", vocab, ctx, seed=0)
@@ -147,11 +145,13 @@ def test_methods_factory():
 
 def _with_extras(data):
     n = len(data)
-    data.extra.update({
-        "teacher_image": torch.arange(n * 3, dtype=torch.float32).view(n, 3),
-        "summaries": [f"summary {i}" for i in range(n)],
-        "labels": {"shape": np.arange(n) % 5, "colour": np.arange(n) % 3},
-    })
+    data.extra.update(
+        {
+            "teacher_image": torch.arange(n * 3, dtype=torch.float32).view(n, 3),
+            "summaries": [f"summary {i}" for i in range(n)],
+            "labels": {"shape": np.arange(n) % 5, "colour": np.arange(n) % 3},
+        }
+    )
     return data
 
 
@@ -168,13 +168,22 @@ class _Recorder(CLIP):
 
     def loss(self, model, batch):
         if self.read:
-            self.seen.append({
-                "indices": batch.indices.copy(), "text_indices": batch.text_indices.copy(), "source": batch.source,
-                "teacher_image": batch.side("teacher_image"), "summaries": batch.extra["summaries"],
-                "labels": batch.side("labels"), "local": batch.view("local"), "local_again": batch.view("local"),
-                "off": batch.view("off"), "images": batch.images, "texts": batch.texts,
-                "cached": sorted(k[1] for k in batch._cache),
-            })
+            self.seen.append(
+                {
+                    "indices": batch.indices.copy(),
+                    "text_indices": batch.text_indices.copy(),
+                    "source": batch.source,
+                    "teacher_image": batch.side("teacher_image"),
+                    "summaries": batch.extra["summaries"],
+                    "labels": batch.side("labels"),
+                    "local": batch.view("local"),
+                    "local_again": batch.view("local"),
+                    "off": batch.view("off"),
+                    "images": batch.images,
+                    "texts": batch.texts,
+                    "cached": sorted(k[1] for k in batch._cache),
+                }
+            )
         return super().loss(model, batch)
 
 
@@ -235,8 +244,11 @@ def test_reading_views_and_side_data_changes_no_number_of_the_run(synthetic_pair
 
 @pytest.mark.parametrize(
     "extra, match",
-    [({}, "teacher_image"), ({"teacher_image": np.zeros((5, 3))}, "teacher_image"),
-     ({"teacher_image": 3.0}, "teacher_image")],
+    [
+        ({}, "teacher_image"),
+        ({"teacher_image": np.zeros((5, 3))}, "teacher_image"),
+        ({"teacher_image": 3.0}, "teacher_image"),
+    ],
 )
 def test_missing_side_data_refused_before_compute(synthetic_pairs, extra, match):
     data, config, model = _setup(synthetic_pairs)
@@ -267,8 +279,16 @@ def test_batch_view_and_side_refuse_bad_names(synthetic_pairs):
 
     data, _, _ = synthetic_pairs
     idx = np.arange(4)
-    batch = Batch(torch.zeros(4, 3, 32, 32), data.tokens[idx], idx, idx, 0, 1, data=data,
-                  view_fn=lambda name, draw: torch.zeros(4, 3, 32, 32))
+    batch = Batch(
+        torch.zeros(4, 3, 32, 32),
+        data.tokens[idx],
+        idx,
+        idx,
+        0,
+        1,
+        data=data,
+        view_fn=lambda name, draw: torch.zeros(4, 3, 32, 32),
+    )
     with pytest.raises(ValueError, match="view"):
         batch.view("pyramid")
     with pytest.raises(ValueError, match="boxes"):

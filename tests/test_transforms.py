@@ -3,7 +3,12 @@ import torch
 import torchvision.transforms.functional as TF
 
 from vlp_lib.data.transforms import (
-    AUGMENTATIONS, augment, color_jitter, gaussian_blur, random_grayscale, to_model_input,
+    AUGMENTATIONS,
+    augment,
+    color_jitter,
+    gaussian_blur,
+    random_grayscale,
+    to_model_input,
 )
 
 
@@ -25,8 +30,9 @@ def test_color_jitter_probability_zero_leaves_images():
 
 def test_brightness_only_scales_each_image_by_one_factor():
     x = _images() * 0.5  # no clamping at factors up to 1.4
-    y = color_jitter(x, brightness=0.4, contrast=0, saturation=0, hue=0, p=1.0,
-                     generator=torch.Generator().manual_seed(1))
+    y = color_jitter(
+        x, brightness=0.4, contrast=0, saturation=0, hue=0, p=1.0, generator=torch.Generator().manual_seed(1)
+    )
     factor = (y.flatten(1) * x.flatten(1)).sum(1) / (x.flatten(1) ** 2).sum(1)  # least squares per image
     torch.testing.assert_close(y, x * factor.view(-1, 1, 1, 1), atol=1e-4, rtol=0)
     assert ((factor >= 0.6 - 1e-4) & (factor <= 1.4 + 1e-4)).all()
@@ -39,8 +45,9 @@ def test_hue_shift_keeps_grey_pixels_grey_and_changes_colour():
     torch.testing.assert_close(y, grey, atol=1e-4, rtol=0)
     red = torch.zeros(4, 3, 8, 8)
     red[:, 0] = 0.8
-    shifted = color_jitter(red, brightness=0, contrast=0, saturation=0, hue=0.5, p=1.0,
-                           generator=torch.Generator().manual_seed(0))
+    shifted = color_jitter(
+        red, brightness=0, contrast=0, saturation=0, hue=0.5, p=1.0, generator=torch.Generator().manual_seed(0)
+    )
     assert (shifted - red).abs().amax() > 0.05
 
 
@@ -73,8 +80,10 @@ def test_every_augmentation_keeps_shape_and_is_reproducible(name):
 
 def test_simclr_changes_images_more_than_protoclip_more_than_none():
     x = to_model_input((_images(256) * 255).to(torch.uint8).permute(0, 2, 3, 1))
-    change = {name: (augment(x, name, generator=torch.Generator().manual_seed(0)) - x).abs().mean().item()
-              for name in ("none", "protoclip", "simclr")}
+    change = {
+        name: (augment(x, name, generator=torch.Generator().manual_seed(0)) - x).abs().mean().item()
+        for name in ("none", "protoclip", "simclr")
+    }
     assert change["none"] < change["protoclip"] < change["simclr"]
 
 

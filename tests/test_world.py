@@ -108,8 +108,15 @@ def test_object_counts_and_subsets():
     assert (w.labels["count"] == 1).all()
     w = world.generate(50, 2, cache=False, min_objects=3)
     assert (w.labels["count"] == 3).all()
-    w = world.generate(60, 2, cache=False, shapes=["circle", "square", "star"], colours=["red", "blue"],
-                       backgrounds=["dotted"], held_out_shapes=["star"])
+    w = world.generate(
+        60,
+        2,
+        cache=False,
+        shapes=["circle", "square", "star"],
+        colours=["red", "blue"],
+        backgrounds=["dotted"],
+        held_out_shapes=["star"],
+    )
     drawn = {vocab.SHAPES[s] for o in w.objects for s in o[:, 0]}
     assert drawn == {"circle", "square"}
     assert {vocab.COLOURS[c] for o in w.objects for c in o[:, 1]} <= {"red", "blue"}
@@ -126,8 +133,9 @@ def test_held_out_shapes_never_appear():
 
 
 def test_fixed_template_clean_captions_equal_summaries():
-    w = world.generate(30, 4, cache=False, paraphrase=False, synonym_rate=0.0, omit_rate=0.0, junk_rate=0.0,
-                       mismatch_rate=0.0)
+    w = world.generate(
+        30, 4, cache=False, paraphrase=False, synonym_rate=0.0, omit_rate=0.0, junk_rate=0.0, mismatch_rate=0.0
+    )
     assert w.captions == w.summaries
     assert all(s.endswith(" background") for s in w.summaries)
 
@@ -275,15 +283,28 @@ def test_paraphrases_are_distinct_and_clean():
 
 def test_relation_labels_from_box_centres():
     box = lambda x, y: [x - 1, y - 1, x + 1, y + 1]  # noqa: E731
-    boxes = [np.array([box(2, 5), box(8, 5)]), np.array([box(8, 5), box(2, 5), box(0, 0)]),
-             np.array([box(5, 2), box(5, 8)]), np.array([box(5, 8), box(5, 2)]), np.array([box(5, 5)]),
-             np.zeros((0, 4)), np.array([box(2, 2), box(4, 4)])]
+    boxes = [
+        np.array([box(2, 5), box(8, 5)]),
+        np.array([box(8, 5), box(2, 5), box(0, 0)]),
+        np.array([box(5, 2), box(5, 8)]),
+        np.array([box(5, 8), box(5, 2)]),
+        np.array([box(5, 5)]),
+        np.zeros((0, 4)),
+        np.array([box(2, 2), box(4, 4)]),
+    ]
     names = world.RELATION_NAMES
     assert names == ("left", "right", "above", "below")
     got = world.relation_labels(boxes)
     assert got.dtype == np.int64
-    assert got.tolist() == [names.index("left"), names.index("right"), names.index("above"), names.index("below"),
-                            -1, -1, names.index("left")]  # a tie (dx == dy) goes to left / right
+    assert got.tolist() == [
+        names.index("left"),
+        names.index("right"),
+        names.index("above"),
+        names.index("below"),
+        -1,
+        -1,
+        names.index("left"),
+    ]  # a tie (dx == dy) goes to left / right
     with pytest.raises(ValueError, match=r"boxes\[0\]"):
         world.relation_labels([np.zeros(4)])
 

@@ -16,8 +16,9 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -37,8 +38,7 @@ def content_key(*parts: Any) -> str:
     return h.hexdigest()[:20]
 
 
-def locked_file(path: Path, compute: Callable[[], T], write: Callable[[Any, T], None],
-                 read: Callable[[Path], T]) -> T:
+def locked_file(path: Path, compute: Callable[[], T], write: Callable[[Any, T], None], read: Callable[[Path], T]) -> T:
     """``read(path)`` if the file exists, else ``compute()`` once, written atomically under a file lock.
 
     A second process asking for the same ``path`` meanwhile waits on the lock, then reads what the first wrote.
@@ -130,8 +130,13 @@ def _read_payload(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, meta
 
 
-def frozen_arrays(name: str, config: Mapping[str, Any], build: Callable[[], Mapping[str, Any]],
-                  verbose: bool = True, paper: str | None = None) -> dict[str, Any]:
+def frozen_arrays(
+    name: str,
+    config: Mapping[str, Any],
+    build: Callable[[], Mapping[str, Any]],
+    verbose: bool = True,
+    paper: str | None = None,
+) -> dict[str, Any]:
     """A frozen component stored as arrays, built once per ``(name, config, code)`` and cached.
 
     ``build()`` returns a dict: numpy arrays and torch tensors are stored as arrays (tensors come back as
@@ -159,9 +164,14 @@ def frozen_arrays(name: str, config: Mapping[str, Any], build: Callable[[], Mapp
     return {**arrays, **meta}
 
 
-def frozen_model(name: str, config: Mapping[str, Any], architecture: Callable[[], nn.Module],
-                 train: Callable[[nn.Module], Mapping[str, Any] | None],
-                 verbose: bool = True, paper: str | None = None) -> tuple[nn.Module, dict[str, Any]]:
+def frozen_model(
+    name: str,
+    config: Mapping[str, Any],
+    architecture: Callable[[], nn.Module],
+    train: Callable[[nn.Module], Mapping[str, Any] | None],
+    verbose: bool = True,
+    paper: str | None = None,
+) -> tuple[nn.Module, dict[str, Any]]:
     """A frozen ``nn.Module`` trained once by the book and cached (PyramidCLIP's detector, ICMLM's world-LM...).
 
     ``architecture()`` makes the untrained module (it should seed its own initialisation);
@@ -199,7 +209,12 @@ def frozen_model(name: str, config: Mapping[str, Any], architecture: Callable[[]
 
     stored = frozen_arrays(name, config, build, verbose=verbose, paper=paper)
     module = make()
-    module.load_state_dict({k[len(_STATE_PREFIX):]: torch.from_numpy(np.array(v)) for k, v in stored.items()
-                            if k.startswith(_STATE_PREFIX)})
+    module.load_state_dict(
+        {
+            k[len(_STATE_PREFIX) :]: torch.from_numpy(np.array(v))
+            for k, v in stored.items()
+            if k.startswith(_STATE_PREFIX)
+        }
+    )
     module.eval().requires_grad_(False)
     return module, stored["info"]

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import faiss
 import numpy as np
@@ -165,8 +166,9 @@ def _kmeanspp_indices(x: np.ndarray, k: int, rng: np.random.Generator, n_local_t
                 q += 1
             if len(candidates) < n_local_trials:
                 break  # proposals used up: the next round draws fresh ones from the updated D^2
-            gains = [np.maximum(d2[rows[ptr[c] : ptr[c + 1]]] - dists[ptr[c] : ptr[c + 1]], 0.0).sum()
-                     for c in candidates]  # drop of sum D^2 if c became a seed
+            gains = [
+                np.maximum(d2[rows[ptr[c] : ptr[c + 1]]] - dists[ptr[c] : ptr[c + 1]], 0.0).sum() for c in candidates
+            ]  # drop of sum D^2 if c became a seed
             best = candidates[int(np.argmax(gains))]
             r = rows[ptr[best] : ptr[best + 1]]
             d2[r] = np.minimum(d2[r], dists[ptr[best] : ptr[best + 1]])
@@ -280,8 +282,7 @@ def kmeans_with_stats(
         else:
             # faiss's own restarts would reuse the given seeds, so each restart gets fresh k-means++ seeds here
             runs = [
-                _faiss_kmeans(x, k, niter, 1, seed + r, use_gpu, kmeanspp_init(x, k, seed + r))
-                for r in range(nredo)
+                _faiss_kmeans(x, k, niter, 1, seed + r, use_gpu, kmeanspp_init(x, k, seed + r)) for r in range(nredo)
             ]
     centroids, labels, inertia, iteration_stats = min(runs, key=lambda run: run[2])
     if init == "random" and nredo > 1:

@@ -75,8 +75,10 @@ def resolve(scale: str, **overrides: Any) -> dict[str, Any]:
 
 def check_positive_int(name: str, value: Any) -> int:
     """``value`` as an int > 0, else ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
-        isinstance(value, float) and value.is_integer()
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int,))
+        and not (isinstance(value, float) and value.is_integer())
     ):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if int(value) <= 0:
@@ -87,8 +89,11 @@ def check_positive_int(name: str, value: Any) -> int:
 def check_number(name: str, value: Any, low: float | None = None, low_open: bool = False) -> float:
     """``value`` as a finite float (at least ``low``, or above it with ``low_open``), else ``ValueError`` naming
     ``name``; numpy's numbers count, a bool or a string is not a number."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value):
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+    ):
         raise ValueError(f"{name} must be a number, got {value!r}")
     if low is not None and (value <= low if low_open else value < low):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")

@@ -74,7 +74,9 @@ def make_config(
         "tokenizer": params.get("tokenizer"),
         "world_seed": int(params.get("world_seed", 0)),
         "world_knobs": dict(params.get("world_knobs") or {}),
-        "world_mix": check_world_mix(params.get("world_mix") or [], check_positive_int("train_size", params["train_size"])),
+        "world_mix": check_world_mix(
+            params.get("world_mix") or [], check_positive_int("train_size", params["train_size"])
+        ),
         "context_length": check_positive_int("context_length", params.get("context_length", 24)),
         "eval_tasks": list(params.get("eval_tasks") or DEFAULT_EVAL_TASKS),
         "eval_probes": check_bool("eval_probes", params.get("eval_probes", True)),
@@ -96,9 +98,11 @@ def make_config(
         if folder_tasks.is_folder_task(name):
             folder_tasks.check_folder_task(name)
         elif name not in task_lib.TASKS and name not in PROBES and name not in RETRIEVALS:
-            raise ValueError(f"eval_tasks: unknown task {name!r}; known: "
-                             f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}, or 'folder:<path>' "
-                             "(image folders: data.folder_tasks)")
+            raise ValueError(
+                f"eval_tasks: unknown task {name!r}; known: "
+                f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}, or 'folder:<path>' "
+                "(image folders: data.folder_tasks)"
+            )
     params.setdefault("precision", DEFAULT_PRECISION[config["model"]])
     train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
     train_cfg.validate(n_train)
@@ -124,8 +128,13 @@ def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
     decoded once into a cache; bad samples skipped and counted)."""
     tokenizer = make_tokenizer(config)
     data = training_pairs(config, tokenizer)
-    model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
-                         image_size=config["image_size"], seed=config["seed"])
+    model = create_model(
+        config["model"],
+        tokenizer.vocab_size,
+        tokenizer.context_length,
+        image_size=config["image_size"],
+        seed=config["seed"],
+    )
     return data, tokenizer, model
 
 
@@ -150,8 +159,13 @@ def wrap_model(config: dict[str, Any], model: torch.nn.Module, trained: Trained 
     return method_class(config["method"]).wrap_model(model, dict(config["method_kwargs"]), trained or trained_runs())
 
 
-def method_arguments(config: dict[str, Any], data: PairedData, model: torch.nn.Module,
-                     tokenizer: Any = None, trained: Trained | None = None) -> dict[str, Any]:
+def method_arguments(
+    config: dict[str, Any],
+    data: PairedData,
+    model: torch.nn.Module,
+    tokenizer: Any = None,
+    trained: Trained | None = None,
+) -> dict[str, Any]:
     """The method's constructor arguments: ``method_kwargs`` completed by the method itself
     (``Method.arguments``) from the data, the model and, when it asks, another run's trained model (``trained``:
     a teacher)."""
@@ -192,8 +206,9 @@ def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> 
     which every rank returns."""
     ranks = distributed.world()
     if not ranks.parallel:
-        return runs.cached(RUN_KIND, config, lambda: _evaluate(config, *_train(config, progress)), verbose=verbose,
-                           paper=paper(config))
+        return runs.cached(
+            RUN_KIND, config, lambda: _evaluate(config, *_train(config, progress)), verbose=verbose, paper=paper(config)
+        )
     record = stored(config)
     if record is None:
         trained = _train(config, progress and ranks.is_main)
@@ -215,8 +230,9 @@ def _train(config: dict[str, Any], progress: bool) -> tuple[torch.nn.Module, Any
     return model, tokenizer, result, len(data), t_setup
 
 
-def _evaluate(config: dict[str, Any], model: torch.nn.Module, tokenizer: Any, result: Any, n_pairs: int,
-              t_setup: float) -> dict[str, Any]:
+def _evaluate(
+    config: dict[str, Any], model: torch.nn.Module, tokenizer: Any, result: Any, n_pairs: int, t_setup: float
+) -> dict[str, Any]:
     """The record's content: the evaluation suite's metrics, timings, the thinned loss history."""
     t0 = time.perf_counter()
     metrics = evaluate_suite(model, tokenizer, config)
@@ -225,8 +241,12 @@ def _evaluate(config: dict[str, Any], model: torch.nn.Module, tokenizer: Any, re
     metrics["final_loss"] = float(np.mean([h["loss"] for h in result.history[-10:]]))
     metrics["train_pairs"] = n_pairs  # real data: after its bad samples were skipped
     timings = {"setup": t_setup, **result.timings, "evaluation": t_eval}
-    return {"metrics": metrics, "timings": timings, "history": _thin(result.history),
-            "checkpoint": str(checkpoint_path(config))}
+    return {
+        "metrics": metrics,
+        "timings": timings,
+        "history": _thin(result.history),
+        "checkpoint": str(checkpoint_path(config)),
+    }
 
 
 def run_seeds(config: dict[str, Any], seeds: list[int], progress: bool = True) -> list[dict]:
@@ -239,8 +259,13 @@ def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
     DIME-FM the composite, its teacher loaded through its own stored run)."""
     config = record["config"]
     tokenizer = make_tokenizer(config)
-    model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
-                         image_size=config["image_size"], seed=config["seed"])
+    model = create_model(
+        config["model"],
+        tokenizer.vocab_size,
+        tokenizer.context_length,
+        image_size=config["image_size"],
+        seed=config["seed"],
+    )
     model = wrap_model(config, model)
     model.load_state_dict(trained_state(record)["model"])
     return model.eval(), tokenizer
@@ -251,8 +276,11 @@ def trained_state(record: dict) -> dict[str, Any]:
     never loaded: the record is discarded and the run recomputed (deterministic: the same numbers), then read."""
     state = load_checkpoint(record["checkpoint"])
     if state is None:
-        warnings.warn(f"run {record['config_hash']}: its checkpoint {record['checkpoint']} is missing or corrupt; "
-                      "recomputing the run", stacklevel=2)
+        warnings.warn(
+            f"run {record['config_hash']}: its checkpoint {record['checkpoint']} is missing or corrupt; "
+            "recomputing the run",
+            stacklevel=2,
+        )
         runs.discard(RUN_KIND, record["config"])
         state = load_checkpoint(run(record["config"], verbose=False)["checkpoint"])
     return state

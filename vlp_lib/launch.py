@@ -19,8 +19,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("config", help="a JSON file holding an experiment.make_config config")
     args = parser.parse_args(argv)
     config = json.loads(Path(args.config).read_text())
-    remade = experiment.make_config(config["scale"], config["method"], config["seed"],
-                                    **{k: v for k, v in config.items() if k not in ("scale", "method", "seed")})
+    remade = experiment.make_config(
+        config["scale"],
+        config["method"],
+        config["seed"],
+        **{k: v for k, v in config.items() if k not in ("scale", "method", "seed")},
+    )
     if remade != config:
         raise ValueError(f"{args.config}: not a config of experiment.make_config (it differs once checked)")
     ranks = distributed.init_from_env()

@@ -130,8 +130,9 @@ def image_embed_dim(model: torch.nn.Module) -> int:
     visual = getattr(model, "visual", model)
     dim = getattr(visual, "output_dim", None)
     if not isinstance(dim, int) or dim <= 0:
-        raise ValueError(f"model: cannot read the image embedding width (no visual.output_dim) of "
-                         f"{type(model).__name__}")
+        raise ValueError(
+            f"model: cannot read the image embedding width (no visual.output_dim) of {type(model).__name__}"
+        )
     return dim
 
 
@@ -145,8 +146,7 @@ def text_embed_dim(model: torch.nn.Module) -> int:
         dim = getattr(model, "output_dim", None)
         if isinstance(dim, int) and dim > 0:
             return dim
-        raise ValueError(f"model: cannot read the text embedding width (no text_projection) of "
-                         f"{type(model).__name__}")
+        raise ValueError(f"model: cannot read the text embedding width (no text_projection) of {type(model).__name__}")
     proj = model.text_projection
     if proj is None:
         return int(model.transformer.width)
@@ -231,7 +231,7 @@ class CompositeCLIP(torch.nn.Module):
         self.context_length = getattr(text_model, "context_length", None)
         self.vocab_size = getattr(text_model, "vocab_size", None)
 
-    def train(self, mode: bool = True) -> "CompositeCLIP":
+    def train(self, mode: bool = True) -> CompositeCLIP:
         super().train(mode)
         self.text.eval()  # the teacher's text tower is frozen
         return self
@@ -280,8 +280,10 @@ class ImageOnly(torch.nn.Module):
         super().__init__()
         visual = getattr(clip, "visual", clip)
         if not callable(getattr(visual, "forward_intermediates", None)):
-            raise ValueError(f"clip must have an open_clip image tower with forward_intermediates (a ViT or a "
-                             f"ModifiedResNet), got {type(visual).__name__}")
+            raise ValueError(
+                f"clip must have an open_clip image tower with forward_intermediates (a ViT or a "
+                f"ModifiedResNet), got {type(visual).__name__}"
+            )
         self.visual = visual
 
     def feature_maps(self, image: torch.Tensor, last: int = 1) -> list[torch.Tensor]:
@@ -290,8 +292,9 @@ class ImageOnly(torch.nn.Module):
         last = check_positive_int("last", last)
         if last > self.depth():
             raise ValueError(f"last ({last}) asks for more maps than the image tower has blocks ({self.depth()})")
-        out = self.visual.forward_intermediates(image, indices=last, normalize_intermediates=True,
-                                                intermediates_only=True)
+        out = self.visual.forward_intermediates(
+            image, indices=last, normalize_intermediates=True, intermediates_only=True
+        )
         return list(out["image_intermediates"])
 
     def depth(self) -> int:

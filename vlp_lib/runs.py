@@ -36,10 +36,11 @@ import platform
 import subprocess
 import time
 import warnings
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from filelock import FileLock
 
@@ -53,7 +54,15 @@ BOOK_SIDE_FOLDER = "book"
 CORE = "core"  # the scope of a record computed by the core alone
 # the store's kind of a training run (``vlp_lib.experiment.run``)
 RUN_KIND = "train"
-TRACKED_PACKAGES = ("torch", "torchvision", "open_clip_torch", "faiss-cpu", "scikit-learn", "numpy", "sentence-transformers")
+TRACKED_PACKAGES = (
+    "torch",
+    "torchvision",
+    "open_clip_torch",
+    "faiss-cpu",
+    "scikit-learn",
+    "numpy",
+    "sentence-transformers",
+)
 
 
 def _canonical(obj: Any) -> str:
@@ -98,15 +107,23 @@ def _scope(paper: str | None) -> str:
 
 
 def _computing(files: list[Path], root: Path) -> list[Path]:
-    return [p for p in files if p.suffix in {".py", ".json"} and "__pycache__" not in p.parts
-            and BOOK_SIDE_FOLDER not in p.relative_to(root).parts]
+    return [
+        p
+        for p in files
+        if p.suffix in {".py", ".json"}
+        and "__pycache__" not in p.parts
+        and BOOK_SIDE_FOLDER not in p.relative_to(root).parts
+    ]
 
 
 def fingerprinted_files(paper: str | None = None) -> list[Path]:
     """The files ``code_fingerprint(paper)`` hashes, sorted: the core's sources and model configs (``vlp_lib``
     outside ``papers/`` and ``book/`` folders) and, for a paper, its folder outside its ``book/``."""
-    core = [p for p in _computing(list(PACKAGE_DIR.rglob("*")), PACKAGE_DIR)
-            if p.relative_to(PACKAGE_DIR).parts[0] != PAPERS_FOLDER]
+    core = [
+        p
+        for p in _computing(list(PACKAGE_DIR.rglob("*")), PACKAGE_DIR)
+        if p.relative_to(PACKAGE_DIR).parts[0] != PAPERS_FOLDER
+    ]
     scope = _scope(paper)
     if scope != CORE:
         folder = paper_folder(scope)
@@ -114,7 +131,7 @@ def fingerprinted_files(paper: str | None = None) -> list[Path]:
     return sorted(core)
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_fingerprint(paper: str | None = None) -> str:
     """Hash of the source that computes the records of ``paper`` (``None``: the core's): ``fingerprinted_files``."""
     h = hashlib.sha256()
@@ -155,8 +172,13 @@ def git_commit() -> str | None:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5)
         if out.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -185,8 +207,13 @@ def read(path: Path) -> dict | None:
     return record
 
 
-def load(kind: str, config: dict[str, Any], root: Path | None = None, accept_stale: bool | None = None,
-         paper: str | None = None) -> dict | None:
+def load(
+    kind: str,
+    config: dict[str, Any],
+    root: Path | None = None,
+    accept_stale: bool | None = None,
+    paper: str | None = None,
+) -> dict | None:
     """The stored record of this run, or ``None`` if there is none, it is corrupt (``read``) or it is stale: made by
     other code of the scope ``paper`` (``None``: the core) than the current one."""
     path = record_path(kind, config, root)
@@ -202,8 +229,15 @@ def load(kind: str, config: dict[str, Any], root: Path | None = None, accept_sta
     return record
 
 
-def save(kind: str, config: dict[str, Any], metrics: dict[str, Any], timings: dict[str, float] | None = None,
-         extra: dict[str, Any] | None = None, root: Path | None = None, paper: str | None = None) -> dict:
+def save(
+    kind: str,
+    config: dict[str, Any],
+    metrics: dict[str, Any],
+    timings: dict[str, float] | None = None,
+    extra: dict[str, Any] | None = None,
+    root: Path | None = None,
+    paper: str | None = None,
+) -> dict:
     """Write a run's record atomically and return it, stamped with the fingerprint of ``paper`` (``None``: the
     core)."""
     path = record_path(kind, config, root)
@@ -231,15 +265,22 @@ def save(kind: str, config: dict[str, Any], metrics: dict[str, Any], timings: di
     return record
 
 
-def save_result(kind: str, config: dict[str, Any], result: dict[str, Any], root: Path | None = None,
-                paper: str | None = None) -> dict:
+def save_result(
+    kind: str, config: dict[str, Any], result: dict[str, Any], root: Path | None = None, paper: str | None = None
+) -> dict:
     """``save`` of a computed result: its ``metrics``, optional ``timings``, and every other key as extra fields."""
     extra = {k: v for k, v in result.items() if k not in ("metrics", "timings")}
     return save(kind, config, result["metrics"], result.get("timings"), extra, root, paper)
 
 
-def cached(kind: str, config: dict[str, Any], compute: Callable[[], dict[str, Any]], root: Path | None = None,
-           verbose: bool = True, paper: str | None = None) -> dict:
+def cached(
+    kind: str,
+    config: dict[str, Any],
+    compute: Callable[[], dict[str, Any]],
+    root: Path | None = None,
+    verbose: bool = True,
+    paper: str | None = None,
+) -> dict:
     """The record of ``kind``/``config``: loaded if stored and current, else computed and stored.
 
     ``compute()`` returns a dict with ``metrics`` and optionally ``timings`` and other JSON-able keys. ``paper``:

@@ -8,7 +8,7 @@ IV-A-3) and cached on disk by the texts' content.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.decomposition import PCA
@@ -40,8 +40,13 @@ def minilm_embeddings(texts: Sequence[str], batch_size: int = 256, progress: boo
     """384-d MiniLM sentence embeddings of ``texts`` (unique texts are encoded once)."""
     unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
     model = load_minilm()
-    emb = model.encode(list(unique), batch_size=batch_size, show_progress_bar=progress and len(unique) > 2000,
-                       convert_to_numpy=True, normalize_embeddings=True)
+    emb = model.encode(
+        list(unique),
+        batch_size=batch_size,
+        show_progress_bar=progress and len(unique) > 2000,
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+    )
     return emb[inverse]
 
 
@@ -49,5 +54,3 @@ def minilm_features(texts: Sequence[str], dim: int = PCA_DIM, progress: bool = T
     """MiniLM embeddings reduced to ``dim`` by PCA, cached on disk by the texts' content."""
     path = cache_dir() / "teachers" / f"minilm-{dim}-{content_key(list(texts))}.npy"
     return cached_array(path, lambda: pca_reduce(minilm_embeddings(texts, progress=progress), dim))
-
-

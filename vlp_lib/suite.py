@@ -15,7 +15,8 @@ clustering): the zero-shot and retrieval keys are absent from its metrics, and `
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -67,13 +68,24 @@ def _text_tower(model: Any, tokenizer: Any, text_tower: bool | None) -> bool:
     elif text_tower and not has_text_tower(model):
         raise ValueError("text_tower=True but model has no encode_text")
     if text_tower and tokenizer is None:
-        raise ValueError("tokenizer is None but the model's text tower is evaluated (zero-shot, retrieval); "
-                         "pass text_tower=False for probes only")
+        raise ValueError(
+            "tokenizer is None but the model's text tower is evaluated (zero-shot, retrieval); "
+            "pass text_tower=False for probes only"
+        )
     return bool(text_tower)
 
 
-def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str, n_train: int, n_test: int,
-                  seed: int = 0, text_tower: bool | None = None, probes: bool = True) -> dict[str, float]:
+def evaluate_task(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    name: str,
+    scale: str,
+    n_train: int,
+    n_test: int,
+    seed: int = 0,
+    text_tower: bool | None = None,
+    probes: bool = True,
+) -> dict[str, float]:
     """Metrics of one classification task: ``zeroshot_top1``, ``zeroshot_top5`` (with a text tower only),
     ``linear``, ``knn``, ``ari``, ``ami`` (with ``probes`` only: ``False`` evaluates zero-shot alone and never
     loads the train split). ``text_tower=None`` detects it (``eval.has_text_tower``); ``False`` skips zero-shot for
@@ -81,13 +93,16 @@ def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str,
     adds ``zeroshot_top1/<class name>``: the zero-shot top-1 of each class's test images."""
     text_tower = _text_tower(model, tokenizer, text_tower)
     if not (text_tower or probes):
-        raise ValueError(f"probes=False evaluates zero-shot only, which needs a text tower: nothing to evaluate on {name!r}")
+        raise ValueError(
+            f"probes=False evaluates zero-shot only, which needs a text tower: nothing to evaluate on {name!r}"
+        )
     test = task_lib.load_task(name, "test", n=n_test, scale=scale)
     out: dict[str, float] = {}
     f_test = encode_images(model, test.images)  # once, for zero-shot and the probes
     if text_tower:
-        zs = zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates,
-                                image_features=f_test)
+        zs = zero_shot_accuracy(
+            model, tokenizer, test.images, test.labels, test.classnames, test.templates, image_features=f_test
+        )
         out.update(zeroshot_top1=zs["top1"], zeroshot_top5=zs["top5"])
         if task_lib.TASKS.get(name, {}).get("per_class"):
             per_class = zero_shot_per_class(model, tokenizer, test, image_features=f_test)
@@ -107,8 +122,9 @@ def evaluate_task(model: torch.nn.Module, tokenizer: Any, name: str, scale: str,
     return out
 
 
-def presence_map(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0,
-                 name: str = "presence") -> float:
+def presence_map(
+    model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0, name: str = "presence"
+) -> float:
     """mAP (``eval.multilabel_map``) of a multi-label probe of task ``name`` (``tasks.MULTILABEL_TASKS``), fitted
     on its train split, scored on its test split, by the task's ``probe``: ``"logistic"``, one-vs-rest logistic
     regressions (C = 1, standardised unnormalised features; ``presence``), or ``"svm"``, one-vs-all linear SVMs
@@ -133,12 +149,14 @@ def relation_accuracy(model: torch.nn.Module, scale: str, n_train: int, n_test: 
     """Linear-probe accuracy (``eval.linear_probe``) of the relation task (``tasks.load_relation_task``)."""
     train = task_lib.load_relation_task("train", n=n_train, scale=scale)
     test = task_lib.load_relation_task("test", n=n_test, scale=scale)
-    return linear_probe(encode_images(model, train.images), train.labels, encode_images(model, test.images),
-                        test.labels, seed=seed)["accuracy"]
+    return linear_probe(
+        encode_images(model, train.images), train.labels, encode_images(model, test.images), test.labels, seed=seed
+    )["accuracy"]
 
 
-def evaluate_probe(model: torch.nn.Module, name: str, scale: str, n_train: int, n_test: int,
-                   seed: int = 0) -> dict[str, float]:
+def evaluate_probe(
+    model: torch.nn.Module, name: str, scale: str, n_train: int, n_test: int, seed: int = 0
+) -> dict[str, float]:
     """The metrics of probe ``name`` (``PROBES``), keyed without the probe's prefix."""
     if name in task_lib.MULTILABEL_TASKS:
         return {"map": presence_map(model, scale, n_train, n_test, seed, name)}
@@ -147,8 +165,9 @@ def evaluate_probe(model: torch.nn.Module, name: str, scale: str, n_train: int, 
     raise ValueError(f"probe must be one of {PROBES}, got {name!r}")
 
 
-def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_images: int,
-                       name: str = "retrieval") -> dict[str, float]:
+def evaluate_retrieval(
+    model: torch.nn.Module, tokenizer: Any, scale: str, n_images: int, name: str = "retrieval"
+) -> dict[str, float]:
     """Recall@1/5/10 both ways, their mean and the modality gap on retrieval set ``name`` (``tasks.RETRIEVAL_SETS``)."""
     ret = task_lib.load_retrieval(n_images=n_images, scale=scale, name=name)
     img = encode_images(model, ret.images)
@@ -158,8 +177,13 @@ def evaluate_retrieval(model: torch.nn.Module, tokenizer: Any, scale: str, n_ima
     return out
 
 
-def group_average(metrics: dict[str, float], eval_tasks: Any, group: str, group_tasks: Sequence[str],
-                  metric_names: Sequence[str] = AVG3_METRICS) -> dict[str, float]:
+def group_average(
+    metrics: dict[str, float],
+    eval_tasks: Any,
+    group: str,
+    group_tasks: Sequence[str],
+    metric_names: Sequence[str] = AVG3_METRICS,
+) -> dict[str, float]:
     """``{f"{group}/{m}": mean of metrics[f"{t}/{m}"] over group_tasks}`` for each ``m`` of ``metric_names`` that
     every task of ``group_tasks`` has in ``metrics``; empty unless every task of ``group_tasks`` is in
     ``eval_tasks``. ``ValueError`` naming ``group`` / ``group_tasks`` when empty."""
@@ -169,8 +193,11 @@ def group_average(metrics: dict[str, float], eval_tasks: Any, group: str, group_
         raise ValueError(f"group_tasks must be a non-empty sequence of task names, got {group_tasks!r}")
     if not all(t in eval_tasks for t in group_tasks):
         return {}
-    return {f"{group}/{m}": float(np.mean([metrics[f"{t}/{m}"] for t in group_tasks])) for m in metric_names
-            if all(f"{t}/{m}" in metrics for t in group_tasks)}
+    return {
+        f"{group}/{m}": float(np.mean([metrics[f"{t}/{m}"] for t in group_tasks]))
+        for m in metric_names
+        if all(f"{t}/{m}" in metrics for t in group_tasks)
+    }
 
 
 def group_averages(metrics: dict[str, float], eval_tasks: Any) -> dict[str, float]:
@@ -182,8 +209,9 @@ def group_averages(metrics: dict[str, float], eval_tasks: Any) -> dict[str, floa
     return out
 
 
-def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any],
-                   text_tower: bool | None = None) -> dict[str, float]:
+def evaluate_suite(
+    model: torch.nn.Module, tokenizer: Any, config: dict[str, Any], text_tower: bool | None = None
+) -> dict[str, float]:
     """Every metric for ``config['eval_tasks']`` plus retrieval; ``avg3/<metric>`` averages the three
     tasks standing in for CIFAR-10, CIFAR-100 and STL-10 (ProtoCLIP IV-D reports that average) for
     zero-shot top-1 and top-5 (the ImageNet top-1 / top-5 stand-ins), linear probe and k-NN; ``avg7/<metric>``
@@ -196,16 +224,29 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
     metrics: dict[str, float] = {}
     for name in config["eval_tasks"]:
         if name in RETRIEVALS:
-            values = evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"], name) \
-                if text_tower else {}
+            values = (
+                evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"], name)
+                if text_tower
+                else {}
+            )
         elif name in PROBES:
             if not config.get("eval_probes", True):
                 raise ValueError(f"eval_tasks: {name!r} is a probe, but eval_probes is False (zero-shot only)")
-            values = evaluate_probe(model, name, config["scale"], config["task_train"], config["task_test"],
-                                    seed=config["seed"])
+            values = evaluate_probe(
+                model, name, config["scale"], config["task_train"], config["task_test"], seed=config["seed"]
+            )
         else:
-            values = evaluate_task(model, tokenizer, name, config["scale"], config["task_train"], config["task_test"],
-                                   seed=config["seed"], text_tower=text_tower, probes=config.get("eval_probes", True))
+            values = evaluate_task(
+                model,
+                tokenizer,
+                name,
+                config["scale"],
+                config["task_train"],
+                config["task_test"],
+                seed=config["seed"],
+                text_tower=text_tower,
+                probes=config.get("eval_probes", True),
+            )
         for key, value in values.items():
             metrics[f"{folder_tasks.metric_name(name)}/{key}"] = float(value)
     if text_tower:
@@ -215,8 +256,9 @@ def evaluate_suite(model: torch.nn.Module, tokenizer: Any, config: dict[str, Any
     return metrics
 
 
-def zero_shot_predictions(model: torch.nn.Module, tokenizer: Any, task: Any,
-                          image_features: torch.Tensor | None = None) -> np.ndarray:
+def zero_shot_predictions(
+    model: torch.nn.Module, tokenizer: Any, task: Any, image_features: torch.Tensor | None = None
+) -> np.ndarray:
     """Predicted class of every image of ``task`` (a ``tasks.Task``), for confusion matrices. ``image_features``:
     the images' (unnormalised) features from ``encode_images``, when the caller has them."""
     from vlp_lib.eval import zero_shot_classifier
@@ -228,8 +270,9 @@ def zero_shot_predictions(model: torch.nn.Module, tokenizer: Any, task: Any,
     return (feats @ weights).argmax(dim=1).numpy()
 
 
-def zero_shot_per_class(model: torch.nn.Module, tokenizer: Any, task: Any,
-                        image_features: torch.Tensor | None = None) -> dict[str, float]:
+def zero_shot_per_class(
+    model: torch.nn.Module, tokenizer: Any, task: Any, image_features: torch.Tensor | None = None
+) -> dict[str, float]:
     """Zero-shot top-1 accuracy on each class of ``task`` (a ``tasks.Task``), keyed by class name, for the
     classes that have test images (per-concept results; ``eval.per_class_accuracy``)."""
     accuracy = per_class_accuracy(zero_shot_predictions(model, tokenizer, task, image_features), task.labels)
@@ -264,9 +307,15 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
         name = folder_tasks.metric_name(name)
         if text_tower:
             out.update({f"{name}/zeroshot_top1": top1, f"{name}/zeroshot_top5": chance_level(test.labels, k=5)})
-            if task_lib.TASKS.get(name, {}).get("per_class"):  # a random guesser is right on 1 / C of each class's images
-                out.update({f"{name}/zeroshot_top1/{test.classnames[c]}": 1 / len(test.classnames)
-                            for c in np.unique(test.labels)})
+            if task_lib.TASKS.get(name, {}).get(
+                "per_class"
+            ):  # a random guesser is right on 1 / C of each class's images
+                out.update(
+                    {
+                        f"{name}/zeroshot_top1/{test.classnames[c]}": 1 / len(test.classnames)
+                        for c in np.unique(test.labels)
+                    }
+                )
         if config.get("eval_probes", True):
             out.update({f"{name}/linear": top1, f"{name}/knn": top1, f"{name}/ari": 0.0, f"{name}/ami": 0.0})
     if text_tower:

@@ -214,8 +214,8 @@ def load_checkpoint(path: Path | str, map_location: Any = "cpu") -> dict[str, An
         return None
     blob = path.read_bytes()
     head = len(CHECKPOINT_MAGIC)
-    payload = blob[head + 32:]
-    if blob[:head] != CHECKPOINT_MAGIC or hashlib.sha256(payload).digest() != blob[head:head + 32]:
+    payload = blob[head + 32 :]
+    if blob[:head] != CHECKPOINT_MAGIC or hashlib.sha256(payload).digest() != blob[head : head + 32]:
         warnings.warn(f"checkpoint {path} is corrupt or cut short ({len(blob)} bytes); discarded", stacklevel=2)
         path.unlink(missing_ok=True)
         return None
@@ -257,8 +257,10 @@ def train(
     ranks = distributed.world()
     if ranks.parallel:
         if not method.distributed:
-            raise ValueError(f"method {method.name!r} does not run across processes yet (its loss reads batch-global "
-                             "quantities that are not gathered); run it in one process")
+            raise ValueError(
+                f"method {method.name!r} does not run across processes yet (its loss reads batch-global "
+                "quantities that are not gathered); run it in one process"
+            )
         distributed.check_batch(config.batch_size)
 
     optimizer = torch.optim.AdamW(
@@ -305,9 +307,16 @@ def train(
             x = model_input(data.images[idx], image_size, device, channels_last)
             return augment(x, config.augmentation, generator=gen) if augmented else x
 
-        episode = Episode(ep, indices, data, config.batch_size, load_images, autocast,
-                          image_locked=lock_step is not None and ep * steps_per_episode >= lock_step,
-                          text_indices=plan.texts)
+        episode = Episode(
+            ep,
+            indices,
+            data,
+            config.batch_size,
+            load_images,
+            autocast,
+            image_locked=lock_step is not None and ep * steps_per_episode >= lock_step,
+            text_indices=plan.texts,
+        )
         t0 = time.perf_counter()
         method.on_episode_start(model, episode)
         _add(timings, "episode_start", time.perf_counter() - t0)
@@ -331,9 +340,19 @@ def train(
             view_fn = functools.partial(load_view, indices[positions], ep, step)
             positions = distributed.shard(positions)
             idx, text_idx = indices[positions], plan.texts[positions]
-            batch = Batch(images, data.tokens[text_idx].to(device), idx, positions, step, total_steps,
-                          image_locked=locked, text_indices=text_idx, source=plan.names(positions), data=data,
-                          view_fn=view_fn)
+            batch = Batch(
+                images,
+                data.tokens[text_idx].to(device),
+                idx,
+                positions,
+                step,
+                total_steps,
+                image_locked=locked,
+                text_indices=text_idx,
+                source=plan.names(positions),
+                data=data,
+                view_fn=view_fn,
+            )
             t_data += time.perf_counter() - t1
             for group in optimizer.param_groups:
                 if group["image_tower"]:
@@ -351,9 +370,17 @@ def train(
             if not math.isfinite(loss_value):
                 raise FloatingPointError(f"loss became {loss_value} at step {step} (episode {ep})")
             logs = distributed.mean({"loss": loss_value, **logs})  # the global batch's loss and terms
-            history.append({"step": step, "episode": ep, "loss": logs.pop("loss"), "lr": config.lr * factor,
-                            "image_lr": 0.0 if locked else config.lr * image_factor,
-                            "grad_norm": float(grad_norm), **logs})
+            history.append(
+                {
+                    "step": step,
+                    "episode": ep,
+                    "loss": logs.pop("loss"),
+                    "lr": config.lr * factor,
+                    "image_lr": 0.0 if locked else config.lr * image_factor,
+                    "grad_norm": float(grad_norm),
+                    **logs,
+                }
+            )
             bar.update(1)
             bar.set_postfix(loss=f"{history[-1]['loss']:.3f}", episode=f"{ep + 1}/{n_episodes}")
         t_train += time.perf_counter() - t0
@@ -364,9 +391,16 @@ def train(
         if checkpoint_path is not None and ranks.is_main:  # one writer; every rank resumes from it
             t0 = time.perf_counter()
             save_checkpoint(
-                {"model": model.state_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
-                 "history": history, "timings": timings, "episode": ep, "config": asdict(config),
-                 "samples_seen": samples_seen},
+                {
+                    "model": model.state_dict(),
+                    "method": method.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "history": history,
+                    "timings": timings,
+                    "episode": ep,
+                    "config": asdict(config),
+                    "samples_seen": samples_seen,
+                },
                 Path(checkpoint_path),
             )
             _add(timings, "checkpoint", time.perf_counter() - t0)

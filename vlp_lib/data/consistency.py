@@ -26,7 +26,8 @@ every fact true.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -185,8 +186,9 @@ def summary_table(checked: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return table.astype({c: int for c in ["n"] + [f"n_{fact}" for fact in FACTS]})
 
 
-def consistency_table(world: world_mod.World, names: Sequence[str] = ("none", "protoclip", "simclr"),
-                      seed: int = 0) -> pd.DataFrame:
+def consistency_table(
+    world: world_mod.World, names: Sequence[str] = ("none", "protoclip", "simclr"), seed: int = 0
+) -> pd.DataFrame:
     """``summarize(check(world, name, seed))`` for each augmentation: one row per name (see ``summary_table``)."""
     return summary_table({name: check(world, name, seed) for name in names})
 

@@ -27,7 +27,8 @@ sentences is a prefix of the corpus of ``n' > n`` with the same seed. Corpus see
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +48,9 @@ SHUFFLE_TRIES = 20
 # Queries per block in ``nearest_indices`` (bounds the similarity matrix held at once).
 QUERY_BLOCK = 1024
 
-_COLOUR_WORDS = frozenset(w for c in vocab.COLOURS for name in [c, *vocab.COLOUR_SYNONYMS[c]]
-                          for w in vocab.words(name))
+_COLOUR_WORDS = frozenset(
+    w for c in vocab.COLOURS for name in [c, *vocab.COLOUR_SYNONYMS[c]] for w in vocab.words(name)
+)
 _SHAPE_FIRST_WORDS = frozenset(vocab.words(s)[0] for s in vocab.SHAPES)
 # The knobs of the world whose captions the NLP corpus shuffles: the defaults (noisy alt-text).
 _DEFAULT_KNOBS = check_knobs()
@@ -56,8 +58,9 @@ _DEFAULT_KNOBS = check_knobs()
 
 def _check_corpus_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < TASK_SEED_BASE:
-        raise ValueError(f"seed must be an integer in [0, {TASK_SEED_BASE}) (below the evaluation tasks' seeds), "
-                         f"got {seed!r}")
+        raise ValueError(
+            f"seed must be an integer in [0, {TASK_SEED_BASE}) (below the evaluation tasks' seeds), got {seed!r}"
+        )
     return int(seed)
 
 
@@ -151,8 +154,9 @@ def nearest_indices(query_features: Any, pool_features: Any, k: int = 1) -> np.n
     q = _as_matrix("query_features", query_features)
     p = _as_matrix("pool_features", pool_features)
     if q.shape[1] != p.shape[1]:
-        raise ValueError(f"query_features and pool_features must have the same width, got {q.shape[1]} and "
-                         f"{p.shape[1]}")
+        raise ValueError(
+            f"query_features and pool_features must have the same width, got {q.shape[1]} and {p.shape[1]}"
+        )
     k = check_positive_int("k", k)
     if k > len(p):
         raise ValueError(f"k must be at most the pool size {len(p)}, got {k}")
@@ -177,8 +181,9 @@ def nearest_sentences(query_features: Any, pool_features: Any, pool_texts: Seque
         raise ValueError("pool_texts must be a sequence of strings")
     pool = _as_matrix("pool_features", pool_features)
     if len(texts) != len(pool):
-        raise ValueError(f"pool_texts must hold one sentence per pool_features row: {len(texts)} texts, "
-                         f"{len(pool)} rows")
+        raise ValueError(
+            f"pool_texts must hold one sentence per pool_features row: {len(texts)} texts, {len(pool)} rows"
+        )
     idx = nearest_indices(query_features, pool, k)
     return list(dict.fromkeys(texts[j] for j in idx.ravel()))
 
@@ -191,11 +196,18 @@ def class_prompts(classnames: Sequence[str], template: str = DEFAULT_TEMPLATE) -
     """One prompt per class name, ``template.format(name)``: the class-name texts of DIME-FM Supp G's setting (3)
     ("partially covered": unrelated captions plus prompts of the image corpus' classes). ``ValueError`` naming
     ``classnames`` (a non-empty sequence of non-empty strings) or ``template`` (exactly one ``{}``)."""
-    if isinstance(classnames, str) or not len(classnames) or \
-            not all(isinstance(c, str) and c.strip() for c in classnames):
+    if (
+        isinstance(classnames, str)
+        or not len(classnames)
+        or not all(isinstance(c, str) and c.strip() for c in classnames)
+    ):
         raise ValueError(f"classnames must be a non-empty sequence of non-empty strings, got {classnames!r}")
-    if not isinstance(template, str) or template.count("{}") != 1 or template.replace("{}", "").count("{") \
-            or template.count("}") != 1:
+    if (
+        not isinstance(template, str)
+        or template.count("{}") != 1
+        or template.replace("{}", "").count("{")
+        or template.count("}") != 1
+    ):
         raise ValueError(f"template must be a string with exactly one '{{}}', got {template!r}")
     return [template.format(c) for c in classnames]
 
@@ -272,8 +284,9 @@ def check_corpus(spec: Any) -> dict[str, Any]:
     return spec
 
 
-def build_corpus(spec: dict[str, Any], query_features: Any = None,
-                 encode: Callable[[list[str]], Any] | None = None) -> list[str]:
+def build_corpus(
+    spec: dict[str, Any], query_features: Any = None, encode: Callable[[list[str]], Any] | None = None
+) -> list[str]:
     """The sentences of the corpus ``spec`` (``check_corpus``, called first: bad specs compute nothing).
 
     A ``"constructed"`` corpus (also inside a union) needs the teacher: ``query_features`` are its image features
@@ -293,8 +306,10 @@ def build_corpus(spec: dict[str, Any], query_features: Any = None,
     if kind == "union":
         return [t for part in spec["parts"] for t in build_corpus(part, query_features, encode)]
     if query_features is None or encode is None:
-        raise ValueError("spec: a 'constructed' corpus picks the teacher-nearest sentences of its pool, so it needs "
-                         "the teacher's features (query_features and encode); the DIME-FM method builds it")
+        raise ValueError(
+            "spec: a 'constructed' corpus picks the teacher-nearest sentences of its pool, so it needs "
+            "the teacher's features (query_features and encode); the DIME-FM method builds it"
+        )
     if spec["queries"] > len(query_features):
         raise ValueError(f"queries ({spec['queries']}) is more than the image corpus' {len(query_features)} images")
     pool = build_corpus(spec["pool"])

@@ -31,7 +31,7 @@ def is_folder_task(name: object) -> bool:
 
 def metric_name(name: str) -> str:
     """The prefix of a task's metrics: the folder's name for a folder task, the task's own name otherwise."""
-    return Path(name[len(PREFIX):]).name if is_folder_task(name) else name
+    return Path(name[len(PREFIX) :]).name if is_folder_task(name) else name
 
 
 def check_folder_task(name: str) -> tuple[Path, list[str]]:
@@ -39,19 +39,23 @@ def check_folder_task(name: str) -> tuple[Path, list[str]]:
     split, or two classes are missing, or the splits' classes differ."""
     from torchvision.datasets.folder import find_classes
 
-    root = Path(name[len(PREFIX):]).expanduser()
+    root = Path(name[len(PREFIX) :]).expanduser()
     classes = {}
     for split in ("train", "test"):
         if not (root / split).is_dir():
-            raise ValueError(f"eval_tasks: {name!r} needs the folders {str(root / 'train')!r} and "
-                             f"{str(root / 'test')!r} (ImageFolder layout: <split>/<class>/<image>)")
+            raise ValueError(
+                f"eval_tasks: {name!r} needs the folders {str(root / 'train')!r} and "
+                f"{str(root / 'test')!r} (ImageFolder layout: <split>/<class>/<image>)"
+            )
         try:
             classes[split], _ = find_classes(str(root / split))
         except FileNotFoundError as e:
             raise ValueError(f"eval_tasks: {name!r}: {e}") from None
     if classes["train"] != classes["test"] or len(classes["train"]) < 2:
-        raise ValueError(f"eval_tasks: {name!r} needs the same classes (at least two) in train/ and test/, got "
-                         f"{classes['train']} and {classes['test']}")
+        raise ValueError(
+            f"eval_tasks: {name!r} needs the same classes (at least two) in train/ and test/, got "
+            f"{classes['train']} and {classes['test']}"
+        )
     return root, classes["train"]
 
 
@@ -60,9 +64,16 @@ def load_folder_task(name: str, split: str, n: int | None = None):
 
     root, classes = check_folder_task(name)
     images, labels = _decoded(str(root / split), n, _stamp(root / split))
-    return Task(name=metric_name(name), split=split, images=images, labels=labels,
-                classnames=[c.replace("_", " ") for c in classes], templates=list(TEMPLATES),
-                stands_in_for=str(root), description=f"image folders at {root}")
+    return Task(
+        name=metric_name(name),
+        split=split,
+        images=images,
+        labels=labels,
+        classnames=[c.replace("_", " ") for c in classes],
+        templates=list(TEMPLATES),
+        stands_in_for=str(root),
+        description=f"image folders at {root}",
+    )
 
 
 def _stamp(folder: Path) -> float:
@@ -89,8 +100,9 @@ def _decoded(folder: str, n: int | None, stamp: float) -> tuple[np.ndarray, np.n
             kept.append(i)
     real.check_bad(f"eval_tasks: folder {folder!r}", len(samples), len(samples) - len(kept), bad)
     if bad:
-        warnings.warn(f"eval_tasks: folder {folder!r}: skipped " + ", ".join(f"{len(k)} {r}" for r, k in bad.items()),
-                      stacklevel=2)
+        warnings.warn(
+            f"eval_tasks: folder {folder!r}: skipped " + ", ".join(f"{len(k)} {r}" for r, k in bad.items()),
+            stacklevel=2,
+        )
     kept.sort()
     return images[kept], np.array([listing[i][1] for i in kept], dtype=np.int64)
-

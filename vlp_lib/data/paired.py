@@ -6,8 +6,9 @@ uint8 images (memory-mapped where they come from a cache), captions and their to
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,8 +26,10 @@ def take(values: Any, indices: np.ndarray) -> Any:
         return np.asarray(values[indices])
     if isinstance(values, (list, tuple)):
         return [values[i] for i in np.asarray(indices).tolist()]
-    raise ValueError(f"per-sample side data must be a numpy array, torch tensor, list, tuple or mapping of them, "
-                     f"got {type(values).__name__}")
+    raise ValueError(
+        f"per-sample side data must be a numpy array, torch tensor, list, tuple or mapping of them, "
+        f"got {type(values).__name__}"
+    )
 
 
 def n_samples(values: Any) -> int | None:
@@ -67,8 +70,10 @@ class PairedData:
             raise ValueError(f"data.extra has no {name!r} (it has {sorted(self.extra)})")
         size = n_samples(self.extra[name])
         if size != len(self):
-            raise ValueError(f"data.extra[{name!r}] must hold one entry per pair ({len(self)}), got "
-                             f"{'a ' + type(self.extra[name]).__name__ if size is None else size}")
+            raise ValueError(
+                f"data.extra[{name!r}] must hold one entry per pair ({len(self)}), got "
+                f"{'a ' + type(self.extra[name]).__name__ if size is None else size}"
+            )
 
     def gather(self, name: str, indices: np.ndarray) -> Any:
         """``extra[name]`` of the pairs ``indices`` (see ``take``); ``ValueError`` naming ``name`` if it is absent."""
@@ -77,7 +82,9 @@ class PairedData:
         return take(self.extra[name], indices)
 
 
-def tokenize_all(tokenizer: Callable[[Sequence[str]], torch.Tensor], texts: Sequence[str], chunk: int = 8192) -> torch.Tensor:
+def tokenize_all(
+    tokenizer: Callable[[Sequence[str]], torch.Tensor], texts: Sequence[str], chunk: int = 8192
+) -> torch.Tensor:
     """Tokenise once up front (the word-level tokenizer is fast; the loop then only indexes)."""
     parts = [tokenizer(list(texts[i : i + chunk])) for i in range(0, len(texts), chunk)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=torch.long)

@@ -34,9 +34,10 @@ import json
 import os
 import tarfile
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -119,9 +120,11 @@ def check_source(train_data: str | os.PathLike) -> Source:
     elif path.is_dir() or ".tar" in spec:
         source = _shard_source(spec)
     else:
-        raise ValueError(f"train_data must be 'world', an OpenCLIP CSV (.csv / .tsv), WebDataset shards (.tar, a "
-                         f"brace pattern such as 'shards/{{00000..00009}}.tar', or a folder of .tar files), "
-                         f"got {spec!r}")
+        raise ValueError(
+            f"train_data must be 'world', an OpenCLIP CSV (.csv / .tsv), WebDataset shards (.tar, a "
+            f"brace pattern such as 'shards/{{00000..00009}}.tar', or a folder of .tar files), "
+            f"got {spec!r}"
+        )
     check_bad(f"train_data {spec!r}", len(source.samples) + source.n_bad, source.n_bad, source.bad)
     return source
 
@@ -130,10 +133,11 @@ def check_bad(spec: str, total: int, n_bad: int, bad: dict[str, list[str]]) -> N
     """``ValueError`` naming ``spec`` (which starts with the parameter) when ``n_bad`` of ``total`` samples is all
     of them or more than ``MAX_BAD_FRACTION``."""
     if n_bad and (n_bad == total or n_bad > MAX_BAD_FRACTION * total):
-        details = "; ".join(f"{len(keys)} {reason} (e.g. {', '.join(map(repr, keys[:EXAMPLES]))})"
-                            for reason, keys in sorted(bad.items()))
-        raise ValueError(f"{spec}: {n_bad} of {total} samples are bad, more than "
-                         f"{MAX_BAD_FRACTION:.0%}: {details}")
+        details = "; ".join(
+            f"{len(keys)} {reason} (e.g. {', '.join(map(repr, keys[:EXAMPLES]))})"
+            for reason, keys in sorted(bad.items())
+        )
+        raise ValueError(f"{spec}: {n_bad} of {total} samples are bad, more than {MAX_BAD_FRACTION:.0%}: {details}")
 
 
 def _csv_source(path: Path) -> Source:
@@ -150,8 +154,10 @@ def _csv_source(path: Path) -> Source:
         raise ValueError(f"train_data: {str(path)!r} is not a readable CSV: {e}") from None
     for key in (CSV_IMAGE_KEY, CSV_CAPTION_KEY):
         if key not in frame.columns:
-            raise ValueError(f"train_data: column {key!r} not in {str(path)!r} (columns: {list(frame.columns)}; "
-                             f"open_clip's --csv-img-key / --csv-caption-key defaults)")
+            raise ValueError(
+                f"train_data: column {key!r} not in {str(path)!r} (columns: {list(frame.columns)}; "
+                f"open_clip's --csv-img-key / --csv-caption-key defaults)"
+            )
     if frame.empty:
         raise ValueError(f"train_data: {str(path)!r} has no rows")
     samples, bad = [], {}
@@ -245,12 +251,12 @@ def _group(members: list[tarfile.TarInfo]) -> dict[str, dict[str, tuple[int, int
 # ----------------------------------------------------------------------------------------------------------------
 # decoding (in DataLoader workers)
 
+
 def to_square(image: Image.Image, size: int) -> np.ndarray:
     """``image`` as uint8 RGB ``[size, size, 3]``: the shorter side resized to ``size`` (bicubic), centre crop."""
     image = image.convert("RGB")
     scale = size / min(image.size)
-    image = image.resize((max(size, round(image.width * scale)), max(size, round(image.height * scale))),
-                         Image.BICUBIC)
+    image = image.resize((max(size, round(image.width * scale)), max(size, round(image.height * scale))), Image.BICUBIC)
     left, top = (image.width - size) // 2, (image.height - size) // 2
     return np.asarray(image.crop((left, top, left + size, top + size)), dtype=np.uint8)
 
@@ -304,8 +310,7 @@ def decoded(samples: Sequence[Sample], size: int, workers: int, progress: bool =
     ``None``)."""
     from tqdm import tqdm
 
-    loader = torch.utils.data.DataLoader(_Decode(samples, size), batch_size=64, num_workers=workers,
-                                         collate_fn=list)
+    loader = torch.utils.data.DataLoader(_Decode(samples, size), batch_size=64, num_workers=workers, collate_fn=list)
     for batch in tqdm(loader, desc="decoding images", total=len(loader), disable=not progress or len(samples) < 1000):
         yield from batch
 
@@ -333,7 +338,7 @@ def _decode_all(source: Source, size: int, workers: int, progress: bool, out: Pa
     else:  # compact: the kept rows, in order
         kept = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(keep), size, size, 3))
         for start in range(0, len(keep), 4096):
-            kept[start:start + 4096] = images[keep[start:start + 4096]]
+            kept[start : start + 4096] = images[keep[start : start + 4096]]
         kept.flush()
         del kept, images
         staging.unlink()
@@ -345,8 +350,13 @@ def default_workers() -> int:
     return max(1, min(4, (os.cpu_count() or 1)))
 
 
-def load_pairs(train_data: str | os.PathLike, tokenizer: Callable[[Sequence[str]], torch.Tensor], image_size: int,
-               workers: int | None = None, progress: bool = True) -> tuple[PairedData, LoadReport]:
+def load_pairs(
+    train_data: str | os.PathLike,
+    tokenizer: Callable[[Sequence[str]], torch.Tensor],
+    image_size: int,
+    workers: int | None = None,
+    progress: bool = True,
+) -> tuple[PairedData, LoadReport]:
     """The pairs of a CSV or shard source (``check_source``) at ``image_size``, decoded once by ``workers``
     DataLoader workers (default: up to 4) into the cache and memory-mapped from it afterwards; the bad samples
     skipped (``ValueError`` naming ``train_data`` past ``MAX_BAD_FRACTION``); captions tokenized with ``tokenizer``
@@ -360,8 +370,9 @@ def load_pairs(train_data: str | os.PathLike, tokenizer: Callable[[Sequence[str]
     if meta is None:
         folder.mkdir(parents=True, exist_ok=True)
         meta_file.unlink(missing_ok=True)  # the metadata marks a whole cache: gone until the images are rewritten
-        captions, bad = _decode_all(source, image_size, default_workers() if workers is None else workers,
-                                    progress, images_file)
+        captions, bad = _decode_all(
+            source, image_size, default_workers() if workers is None else workers, progress, images_file
+        )
         total = len(source.samples) + source.n_bad
         check_bad(f"train_data {str(train_data)!r}", total, sum(len(v) for v in bad.values()), bad)
         meta = {"captions": captions, "bad": bad, "n": len(captions)}
@@ -370,8 +381,12 @@ def load_pairs(train_data: str | os.PathLike, tokenizer: Callable[[Sequence[str]
         os.replace(tmp_meta, meta_file)
     captions = meta["captions"]
     tokens = tokenize_all(tokenizer, captions)
-    report = LoadReport(len(captions), {r: len(k) for r, k in meta["bad"].items()},
-                        {r: k[:EXAMPLES] for r, k in meta["bad"].items()}, _n_truncated(tokenizer, captions, tokens))
+    report = LoadReport(
+        len(captions),
+        {r: len(k) for r, k in meta["bad"].items()},
+        {r: k[:EXAMPLES] for r, k in meta["bad"].items()},
+        _n_truncated(tokenizer, captions, tokens),
+    )
     if report.bad or report.truncated:
         warnings.warn(f"train_data {str(train_data)!r}: {report.summary()}", stacklevel=2)
     return PairedData(np.load(images_file, mmap_mode="r"), captions, tokens), report
@@ -397,11 +412,11 @@ def _read_meta(images_file: Path, meta_file: Path) -> dict | None:
         images = np.load(images_file, mmap_mode="r")
     except (OSError, ValueError, json.JSONDecodeError):
         return None
-    return meta if isinstance(meta, dict) and images.shape[0] == meta.get("n") == len(meta.get("captions", ())) \
-        else None
+    return (
+        meta if isinstance(meta, dict) and images.shape[0] == meta.get("n") == len(meta.get("captions", ())) else None
+    )
 
 
 def count_pairs(train_data: str | os.PathLike) -> int:
     """How many pairs a source offers before decoding (``check_source``: samples not already known bad)."""
     return len(check_source(train_data).samples)
-

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -107,8 +107,12 @@ class EpisodeSampler(Sampler):
             a new permutation, as the official code's text loader.
     """
 
-    def __init__(self, paired: bool = True, images: Sequence[int] | np.ndarray | None = None,
-                 texts: Sequence[int] | np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        paired: bool = True,
+        images: Sequence[int] | np.ndarray | None = None,
+        texts: Sequence[int] | np.ndarray | None = None,
+    ) -> None:
         check_bool("paired", paired)
         if paired and texts is not None:
             raise ValueError("texts is a pool for unpaired loading: give it with paired=False")
@@ -163,14 +167,17 @@ class MixedSampler(Sampler):
     Tab. 1 compares ratios "with the same number of samples"); ``None`` (default): all the merged data.
     """
 
-    def __init__(self, pools: Mapping[str, Sequence[int] | np.ndarray], ratio: float | Sequence[float],
-                 epoch_source: str | None = None) -> None:
+    def __init__(
+        self,
+        pools: Mapping[str, Sequence[int] | np.ndarray],
+        ratio: float | Sequence[float],
+        epoch_source: str | None = None,
+    ) -> None:
         if not isinstance(pools, Mapping) or len(pools) < 2:
             raise ValueError(f"pools must map at least two source names to data indices, got {pools!r}")
         ratios = [ratio] if np.ndim(ratio) == 0 else list(ratio)
         if len(ratios) != len(pools) - 1:
-            raise ValueError(f"ratio must give a share for each source but the last ({len(pools) - 1}), "
-                             f"got {ratio!r}")
+            raise ValueError(f"ratio must give a share for each source but the last ({len(pools) - 1}), got {ratio!r}")
         for r in ratios:
             if isinstance(r, bool) or not isinstance(r, (int, float, np.number)) or not 0.0 <= r <= 1.0:
                 raise ValueError(f"ratio must be a share in [0, 1], got {r!r}")

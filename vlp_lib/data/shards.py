@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -46,8 +47,15 @@ def _pairs(n: int, seed: int, image_size: int, knobs: dict[str, Any]) -> Iterato
     yield from zip(w.images, w.captions)
 
 
-def write_shards(out: str | os.PathLike, n: int, seed: int = 0, image_size: int = 64, shard_size: int = 1_000,
-                 image_format: str = "png", **knobs: Any) -> list[Path]:
+def write_shards(
+    out: str | os.PathLike,
+    n: int,
+    seed: int = 0,
+    image_size: int = 64,
+    shard_size: int = 1_000,
+    image_format: str = "png",
+    **knobs: Any,
+) -> list[Path]:
     """``n`` pairs of world ``seed`` (``world.generate``, ``knobs``) as WebDataset shards ``out/00000.tar`` ... of
     ``shard_size`` samples, each ``<key>.<png|jpg>`` + ``<key>.txt`` (webdataset's ``ShardWriter``). Returns the
     shard paths."""
@@ -63,8 +71,9 @@ def write_shards(out: str | os.PathLike, n: int, seed: int = 0, image_size: int 
     return sorted(out.glob("*.tar"))
 
 
-def write_csv(out: str | os.PathLike, n: int, seed: int = 0, image_size: int = 64, image_format: str = "png",
-              **knobs: Any) -> Path:
+def write_csv(
+    out: str | os.PathLike, n: int, seed: int = 0, image_size: int = 64, image_format: str = "png", **knobs: Any
+) -> Path:
     """``n`` pairs of world ``seed`` as image files ``out/images/<i>.<format>`` and an OpenCLIP CSV
     ``out/pairs.csv`` (tab-separated, columns ``filepath`` (relative to the CSV) and ``title``). Returns the CSV."""
     _check(n, image_format)

@@ -22,8 +22,9 @@ The class-only labelled view (ImageNet-21K stand-in for iCLIP) is ``vlp_lib.pape
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,18 @@ TASK_SEED_BASE = 10**9
 SPLITS = ("train", "test")
 
 # Ten shapes in five look-alike pairs: the CIFAR-10 / STL-10 stand-ins are hard where it is interesting.
-SHAPES10 = ["square", "rectangle", "circle", "ellipse", "star", "hexagram", "triangle", "arrowhead", "cross",
-            "letter t"]
+SHAPES10 = [
+    "square",
+    "rectangle",
+    "circle",
+    "ellipse",
+    "star",
+    "hexagram",
+    "triangle",
+    "arrowhead",
+    "cross",
+    "letter t",
+]
 # Twenty shapes whose filled area shows colour well (the thin line figures are left out).
 SHAPES20 = [s for s in vocab.SHAPES if vocab.SHAPE_SUPERCLASS[s] != "line figure"]
 
@@ -63,7 +74,7 @@ TASKS: dict[str, dict[str, Any]] = {
     ),
     "clutter10": dict(
         description="the 10 shapes of shapes10 at 64 px, 1-3 objects on cluttered backgrounds; "
-                    "label = the primary (largest) object's shape",
+        "label = the primary (largest) object's shape",
         stands_in_for="STL-10",
         label="shape",
         classnames=list(SHAPES10),
@@ -116,8 +127,15 @@ for _k, _spec in enumerate(TASKS.values()):
 RETRIEVAL_SEED = TASK_SEED_BASE + 99_000
 
 # The seven tasks above: the ELEVATER-average stand-in ``avg7/<metric>`` of ``vlp_lib.suite`` (DIME-FM).
-SEVEN_TASKS: tuple[str, ...] = ("shapes10", "shapes_colours", "clutter10", "background", "count", "colour",
-                                "superclass")
+SEVEN_TASKS: tuple[str, ...] = (
+    "shapes10",
+    "shapes_colours",
+    "clutter10",
+    "background",
+    "count",
+    "colour",
+    "superclass",
+)
 assert SEVEN_TASKS == tuple(TASKS), "SEVEN_TASKS must be the tasks whose seeds come from their position"
 
 # DIME-FM's concept-coverage settings (Supp G): the image corpus covers shape set A, the unrelated text corpus
@@ -134,9 +152,13 @@ def _shapes10_variant(description: str, stands_in_for: str, image_size: int = 32
     """A robustness variant of shapes10: its label, classes and templates, its knobs updated by ``knobs``."""
     base = TASKS["shapes10"]
     return dict(
-        description=description, stands_in_for=stands_in_for, label=base["label"],
-        classnames=list(base["classnames"]), templates=list(base["templates"]),
-        knobs={**base["knobs"], "shapes": list(base["knobs"]["shapes"]), **knobs}, image_size=image_size,
+        description=description,
+        stands_in_for=stands_in_for,
+        label=base["label"],
+        classnames=list(base["classnames"]),
+        templates=list(base["templates"]),
+        knobs={**base["knobs"], "shapes": list(base["knobs"]["shapes"]), **knobs},
+        image_size=image_size,
     )
 
 
@@ -168,18 +190,27 @@ DIMEFM_TASKS: dict[str, dict[str, Any]] = {
     ),
     "shapes10_clutter": _shapes10_variant(
         "shapes10 with clutter 0.6 (distractor strokes and pixel noise) at 32 px",
-        "ImageNet-A (hard natural images), robustness shift", clutter=0.6),
+        "ImageNet-A (hard natural images), robustness shift",
+        clutter=0.6,
+    ),
     "shapes10_64px": _shapes10_variant(
         "shapes10 rendered at 64 px (evaluation resizes to the model's input size: a resampling shift; "
         "background textures are finer relative to the object)",
-        "ImageNet-V2 (a re-collected test set), robustness shift", image_size=64),
+        "ImageNet-V2 (a re-collected test set), robustness shift",
+        image_size=64,
+    ),
     "shapes10_three": _shapes10_variant(
         "shapes10 with 3 objects per image (distractors from the same 10 shapes); label = the primary "
         "(largest) object's shape",
-        "ObjectNet (objects in busy scenes), robustness shift", min_objects=3, max_objects=3),
+        "ObjectNet (objects in busy scenes), robustness shift",
+        min_objects=3,
+        max_objects=3,
+    ),
     "shapes10_gray": _shapes10_variant(
         "shapes10 with white, grey and black objects only (a desaturated, sketch-like shift)",
-        "ImageNet-Sketch / ImageNet-R (renditions without colour), robustness shift", colours=list(GRAY_COLOURS)),
+        "ImageNet-Sketch / ImageNet-R (renditions without colour), robustness shift",
+        colours=list(GRAY_COLOURS),
+    ),
 }
 for _k, _spec in enumerate(DIMEFM_TASKS.values()):
     _spec["seeds"] = dict(train=DIMEFM_SEED_BASE + 100 * _k, test=DIMEFM_SEED_BASE + 100 * _k + 1)
@@ -195,33 +226,53 @@ RETRIEVAL_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.0)
 RETRIEVAL2_SEED = TASK_SEED_BASE + 95_000
 RETRIEVAL_SETS: dict[str, dict[str, Any]] = {
     "retrieval": dict(seed=RETRIEVAL_SEED, knobs=RETRIEVAL_KNOBS, stands_in_for="MS-COCO (5K test)"),
-    "retrieval2": dict(seed=RETRIEVAL2_SEED, knobs=dict(RETRIEVAL_KNOBS, max_objects=2, clutter=0.3),
-                       stands_in_for="Flickr30K (1K test)"),
+    "retrieval2": dict(
+        seed=RETRIEVAL2_SEED,
+        knobs=dict(RETRIEVAL_KNOBS, max_objects=2, clutter=0.3),
+        stands_in_for="Flickr30K (1K test)",
+    ),
 }
 
 # Multi-label tasks: the target of an image is a multi-hot row over ``classnames`` (every object counts, not only
 # the primary one). Their own fixed seeds, apart from ``TASKS`` (< +1,000) and retrieval (+99,000).
 MULTILABEL_SEED_BASE = TASK_SEED_BASE + 98_000
-def _shape_presence(description: str, stands_in_for: str, probe: str, image_size: int = 32,
-                    **knobs: Any) -> dict[str, Any]:
+
+
+def _shape_presence(
+    description: str, stands_in_for: str, probe: str, image_size: int = 32, **knobs: Any
+) -> dict[str, Any]:
     """A multi-label task over the 24 shapes of images of 1-3 objects (``knobs`` added), scored by ``probe``."""
-    return dict(description=description, stands_in_for=stands_in_for, classnames=list(vocab.SHAPES),
-                templates=vocab.PROMPT_TEMPLATES["shape"], knobs=dict(min_objects=1, max_objects=3, **knobs),
-                image_size=image_size, probe=probe)
+    return dict(
+        description=description,
+        stands_in_for=stands_in_for,
+        classnames=list(vocab.SHAPES),
+        templates=vocab.PROMPT_TEMPLATES["shape"],
+        knobs=dict(min_objects=1, max_objects=3, **knobs),
+        image_size=image_size,
+        probe=probe,
+    )
 
 
 MULTILABEL_TASKS: dict[str, dict[str, Any]] = {
     "presence": _shape_presence(
         "which of the 24 shapes are in the image: 1-3 objects, every object labelled",
-        "PASCAL VOC / MS-COCO multi-label classification (detection probe)", "logistic"),
+        "PASCAL VOC / MS-COCO multi-label classification (detection probe)",
+        "logistic",
+    ),
     # ICMLM's target tasks (Supp F.2: one-vs-all linear SVMs, cost chosen on validation): the in-distribution
     # stand-in of COCO (the world's 1-3 objects) and the shifted one of VOC07 (other pixels, clutter)
     "objects": _shape_presence(
         "which of the 24 shapes are in the image: 1-3 objects, the training world's distribution",
-        "MS-COCO multi-label classification (linear SVMs)", "svm"),
+        "MS-COCO multi-label classification (linear SVMs)",
+        "svm",
+    ),
     "objects_shift": _shape_presence(
         "which of the 24 shapes are in the image: 1-3 objects at 64 px with clutter 0.4 (a shift)",
-        "PASCAL VOC07 multi-label classification (linear SVMs)", "svm", image_size=64, clutter=0.4),
+        "PASCAL VOC07 multi-label classification (linear SVMs)",
+        "svm",
+        image_size=64,
+        clutter=0.4,
+    ),
 }
 for _k, _spec in enumerate(MULTILABEL_TASKS.values()):
     _spec["seeds"] = dict(train=MULTILABEL_SEED_BASE + 100 * _k, test=MULTILABEL_SEED_BASE + 100 * _k + 1)
@@ -308,8 +359,14 @@ def load_task(name: str, split: str, n: int | None = None, scale: str = "laptop"
     labels = _labels(spec, w)
     assert labels.min() >= 0 and labels.max() < len(spec["classnames"]), name
     return Task(
-        name=name, split=split, images=w.images, labels=labels, classnames=list(spec["classnames"]),
-        templates=list(spec["templates"]), stands_in_for=spec["stands_in_for"], description=spec["description"],
+        name=name,
+        split=split,
+        images=w.images,
+        labels=labels,
+        classnames=list(spec["classnames"]),
+        templates=list(spec["templates"]),
+        stands_in_for=spec["stands_in_for"],
+        description=spec["description"],
     )
 
 
@@ -340,8 +397,13 @@ def load_multilabel_task(name: str, split: str, n: int | None = None, scale: str
     spec = MULTILABEL_TASKS[name]
     w = world.generate(n, spec["seeds"][split], spec["image_size"], **spec["knobs"])
     return MultiLabelTask(
-        name=name, split=split, images=w.images, targets=shape_multi_hot(w.objects, len(spec["classnames"])),
-        classnames=list(spec["classnames"]), templates=list(spec["templates"]), stands_in_for=spec["stands_in_for"],
+        name=name,
+        split=split,
+        images=w.images,
+        targets=shape_multi_hot(w.objects, len(spec["classnames"])),
+        classnames=list(spec["classnames"]),
+        templates=list(spec["templates"]),
+        stands_in_for=spec["stands_in_for"],
         description=spec["description"],
     )
 
@@ -359,13 +421,21 @@ def load_relation_task(split: str, n: int | None = None, scale: str = "laptop") 
     ``world.RELATION_NAMES`` (left, right, above, below). ``ValueError`` naming a bad split, n or scale."""
     n = _split_size(split, n, scale)
     w = world.generate(n, RELATION_SEEDS[split], 32, **RELATION_KNOBS)
-    return Task(name="relation", split=split, images=w.images, labels=w.relations,
-                classnames=list(world.RELATION_NAMES), templates=[], stands_in_for="object relations (no benchmark)",
-                description="relation of the primary to the secondary object, two objects per image")
+    return Task(
+        name="relation",
+        split=split,
+        images=w.images,
+        labels=w.relations,
+        classnames=list(world.RELATION_NAMES),
+        templates=[],
+        stands_in_for="object relations (no benchmark)",
+        description="relation of the primary to the secondary object, two objects per image",
+    )
 
 
-def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, scale: str = "laptop",
-                   name: str = "retrieval") -> RetrievalSet:
+def load_retrieval(
+    n_images: int | None = None, captions_per_image: int = 5, scale: str = "laptop", name: str = "retrieval"
+) -> RetrievalSet:
     """Retrieval set ``name`` (``RETRIEVAL_SETS``; default the MS-COCO stand-in): ``n_images`` (default
     ``retrieval_images`` of ``scale``) 32 px images with ``captions_per_image`` clean captions each, from distinct
     templates (different paraphrases of the true content: every object named, colour synonyms, sizes, positions
@@ -381,8 +451,11 @@ def load_retrieval(n_images: int | None = None, captions_per_image: int = 5, sca
     w = world.generate(n, seed, 32, **knobs)
     captions = [c for i in range(n) for c in world.paraphrases(seed, i, w.knobs, k)]
     return RetrievalSet(
-        images=w.images, captions=captions, text_image_index=np.repeat(np.arange(n, dtype=np.int64), k),
-        summaries=list(w.summaries), captions_per_image=k,
+        images=w.images,
+        captions=captions,
+        text_image_index=np.repeat(np.arange(n, dtype=np.int64), k),
+        summaries=list(w.summaries),
+        captions_per_image=k,
     )
 
 

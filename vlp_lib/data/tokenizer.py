@@ -13,7 +13,8 @@ it), captions have a median of 10 words, 99th percentile 21 and maximum 29; with
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vlp_lib.config import check_positive_int
 

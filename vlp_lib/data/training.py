@@ -49,18 +49,24 @@ def check_world_mix(mix: Any, train_size: int) -> list[dict[str, Any]]:
     parts = []
     for i, part in enumerate(mix):
         if not isinstance(part, dict) or set(part) - {"n", "seed", "knobs"} or not {"n", "seed"} <= set(part):
-            raise ValueError(f"world_mix[{i}] must be a dict with keys 'n', 'seed' and optionally 'knobs', got {part!r}")
+            raise ValueError(
+                f"world_mix[{i}] must be a dict with keys 'n', 'seed' and optionally 'knobs', got {part!r}"
+            )
         n = check_positive_int(f"world_mix[{i}]['n']", part["n"])
         seed = part["seed"]
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < task_lib.TASK_SEED_BASE:
-            raise ValueError(f"world_mix[{i}]['seed'] must be an int in [0, {task_lib.TASK_SEED_BASE}) "
-                             f"(below the evaluation tasks' seeds), got {seed!r}")
+            raise ValueError(
+                f"world_mix[{i}]['seed'] must be an int in [0, {task_lib.TASK_SEED_BASE}) "
+                f"(below the evaluation tasks' seeds), got {seed!r}"
+            )
         knobs = dict(part.get("knobs") or {})
         parts.append({"n": n, "seed": int(seed), "knobs": check_knobs(**knobs) if knobs else {}})
     mixed = sum(p["n"] for p in parts)
     if parts and mixed >= train_size:
-        raise ValueError(f"world_mix: its parts hold {mixed} images, train_size is {train_size}: the main world must "
-                         "keep at least one")
+        raise ValueError(
+            f"world_mix: its parts hold {mixed} images, train_size is {train_size}: the main world must "
+            "keep at least one"
+        )
     return parts
 
 

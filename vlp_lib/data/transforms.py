@@ -130,8 +130,13 @@ def color_jitter(
     s = _draw(n, 1 - saturation, 1 + saturation, generator).to(x.device, x.dtype).view(n, 1, 1, 1)
     angle = _draw(n, -hue, hue, generator) * 2 * math.pi
     if record is not None:
-        record.update(jitter=apply.view(n).cpu(), brightness=b.view(n).cpu(), contrast=c.view(n).cpu(),
-                      saturation=s.view(n).cpu(), hue=angle / (2 * math.pi))
+        record.update(
+            jitter=apply.view(n).cpu(),
+            brightness=b.view(n).cpu(),
+            contrast=c.view(n).cpu(),
+            saturation=s.view(n).cpu(),
+            hue=angle / (2 * math.pi),
+        )
     y = (x * b).clamp(0, 1)
     mean_gray = _gray(y).mean(dim=(1, 2, 3), keepdim=True)
     y = ((y - mean_gray) * c + mean_gray).clamp(0, 1)
@@ -147,8 +152,9 @@ def color_jitter(
     return torch.where(apply, y, x)
 
 
-def random_grayscale(x: torch.Tensor, p: float = 0.2, generator: torch.Generator | None = None, *,
-                     record: dict | None = None) -> torch.Tensor:
+def random_grayscale(
+    x: torch.Tensor, p: float = 0.2, generator: torch.Generator | None = None, *, record: dict | None = None
+) -> torch.Tensor:
     """``RandomGrayscale(p)`` on ``[N, 3, H, W]``: the luma copied to all three channels.
     ``record`` (a dict), if given, receives ``gray`` (``[N]`` bool, applied)."""
     apply = _chosen(x.shape[0], p, generator).to(x.device).view(-1, 1, 1, 1)
@@ -228,8 +234,14 @@ def augment(
     done = (lambda y: (y, params)) if return_params else (lambda y: y)
     if not spec:
         return done(x)
-    x = random_resized_crop(x, scale=spec["scale"], ratio=spec.get("ratio", (3 / 4, 4 / 3)),
-                            flip_p=spec.get("flip_p", 0.0), generator=generator, record=params)
+    x = random_resized_crop(
+        x,
+        scale=spec["scale"],
+        ratio=spec.get("ratio", (3 / 4, 4 / 3)),
+        flip_p=spec.get("flip_p", 0.0),
+        generator=generator,
+        record=params,
+    )
     if not any(spec.get(key, 0.0) for key in ("jitter_p", "gray_p", "blur_p")):
         return done(x)
     # colour operations are defined on [0, 1] images

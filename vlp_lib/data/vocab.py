@@ -40,12 +40,30 @@ SHAPE_SUPERCLASS: dict[str, str] = {s: sup for sup, shapes in SUPERCLASSES.items
 # The visually closest other category of each shape (the look-alike pairs); used by the notebooks to
 # name the confusions a model should find hardest.
 LOOKALIKES: dict[str, str] = {
-    "square": "rectangle", "rectangle": "square", "pentagon": "hexagon", "hexagon": "pentagon",
-    "circle": "ellipse", "ellipse": "circle", "ring": "crescent", "crescent": "ring",
-    "star": "hexagram", "hexagram": "star", "sparkle": "burst", "burst": "sparkle",
-    "triangle": "arrowhead", "arrowhead": "triangle", "arrow": "chevron", "chevron": "arrow",
-    "cross": "letter t", "letter t": "cross", "letter e": "letter f", "letter f": "letter e",
-    "bar": "zigzag", "zigzag": "wave", "wave": "zigzag", "spiral": "wave",
+    "square": "rectangle",
+    "rectangle": "square",
+    "pentagon": "hexagon",
+    "hexagon": "pentagon",
+    "circle": "ellipse",
+    "ellipse": "circle",
+    "ring": "crescent",
+    "crescent": "ring",
+    "star": "hexagram",
+    "hexagram": "star",
+    "sparkle": "burst",
+    "burst": "sparkle",
+    "triangle": "arrowhead",
+    "arrowhead": "triangle",
+    "arrow": "chevron",
+    "chevron": "arrow",
+    "cross": "letter t",
+    "letter t": "cross",
+    "letter e": "letter f",
+    "letter f": "letter e",
+    "bar": "zigzag",
+    "zigzag": "wave",
+    "wave": "zigzag",
+    "spiral": "wave",
 }
 
 # Canonical colour name -> RGB (saturated, far apart at 32 px) and the synonyms captions may use.
@@ -151,9 +169,28 @@ FIXED_TEMPLATE = 0
 # Non-visual words of web alt-text. Disjoint from every other word of the world (a test checks), so that
 # "no junk" is checkable word by word and a model can learn to ignore them.
 JUNK_PHRASES: list[str] = [
-    "free shipping", "IMG 2041", "IMG 7715", "DSC 0093", "by anna", "by tom", "by maria",
-    "royalty free", "best price", "buy now", "click here", "high quality", "hd", "jpg", "png",
-    "copyright 2019", "new arrival", "download", "sale", "limited edition", "follow me", "thanks for watching",
+    "free shipping",
+    "IMG 2041",
+    "IMG 7715",
+    "DSC 0093",
+    "by anna",
+    "by tom",
+    "by maria",
+    "royalty free",
+    "best price",
+    "buy now",
+    "click here",
+    "high quality",
+    "hd",
+    "jpg",
+    "png",
+    "copyright 2019",
+    "new arrival",
+    "download",
+    "sale",
+    "limited edition",
+    "follow me",
+    "thanks for watching",
 ]
 
 # Words that glue phrases together in captions and summaries.
@@ -191,17 +228,28 @@ DEFINITIONS: dict[str, str] = {
 # Zero-shot prompt templates per kind of evaluation task ("{}" is the class name).
 PROMPT_TEMPLATES: dict[str, list[str]] = {
     "shape": [
-        "a photo of a {}.", "a {} shape.", "a drawing of a {}.", "an icon of a {}.",
-        "a picture of a {} on a background.", "a simple {}.",
+        "a photo of a {}.",
+        "a {} shape.",
+        "a drawing of a {}.",
+        "an icon of a {}.",
+        "a picture of a {} on a background.",
+        "a simple {}.",
     ],
     "shape_colour": [
-        "a photo of a {}.", "a {} shape.", "a drawing of a {}.", "an icon of a {}.", "a picture of a {}.",
+        "a photo of a {}.",
+        "a {} shape.",
+        "a drawing of a {}.",
+        "an icon of a {}.",
+        "a picture of a {}.",
     ],
     "superclass": ["a photo of a {}.", "a drawing of a {}.", "a kind of {}.", "an icon of a {}."],
     "colour": ["a photo of a {} shape.", "a {} object.", "something {}.", "a drawing in {}."],
     "background": [
-        "a shape on a {} background.", "a {} background.", "a photo with a {} backdrop.",
-        "an object on {} paper.", "a drawing on a {} surface.",
+        "a shape on a {} background.",
+        "a {} background.",
+        "a photo with a {} backdrop.",
+        "an object on {} paper.",
+        "a drawing on a {} surface.",
     ],
     "count": ["a photo of {}.", "a picture showing {}.", "{} on a background.", "an image with {}."],
 }

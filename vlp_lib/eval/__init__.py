@@ -36,4 +36,26 @@ from vlp_lib.eval.probes import (
 from vlp_lib.eval.retrieval import retrieval_recall
 from vlp_lib.eval.zero_shot import zero_shot_accuracy, zero_shot_classifier
 
-__all__ = ['ArrayLike', 'DEFAULT_CS', 'DEFAULT_SVM_CS', 'chance_level', 'clustering_scores', 'encode_feature_maps', 'encode_images', 'encode_texts', 'has_text_tower', 'knn_accuracy', 'knn_predict', 'linear_probe', 'majority_rate', 'modality_gap', 'multilabel_map', 'multilabel_svm_probe', 'per_class_accuracy', 'retrieval_chance', 'retrieval_recall', 'zero_shot_accuracy', 'zero_shot_classifier']
+__all__ = [
+    "ArrayLike",
+    "DEFAULT_CS",
+    "DEFAULT_SVM_CS",
+    "chance_level",
+    "clustering_scores",
+    "encode_feature_maps",
+    "encode_images",
+    "encode_texts",
+    "has_text_tower",
+    "knn_accuracy",
+    "knn_predict",
+    "linear_probe",
+    "majority_rate",
+    "modality_gap",
+    "multilabel_map",
+    "multilabel_svm_probe",
+    "per_class_accuracy",
+    "retrieval_chance",
+    "retrieval_recall",
+    "zero_shot_accuracy",
+    "zero_shot_classifier",
+]

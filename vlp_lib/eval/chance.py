@@ -1,9 +1,8 @@
-"""Chance levels: what a random guess scores on each metric, so that every number in the book can be read against it.
-"""
+"""Chance levels: what a random guess scores on each metric, so that every number in the book can be read against it."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

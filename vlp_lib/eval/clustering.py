@@ -44,8 +44,6 @@ def clustering_scores(
     return {"ari": float(adjusted_rand_score(y, best_pred)), "ami": float(adjusted_mutual_info_score(y, best_pred))}
 
 
-
-
 def modality_gap(image_feats: ArrayLike, text_feats: ArrayLike) -> float:
     """``||mean(normalised image feats) - mean(normalised text feats)||``, the gap of Liang et al. [6].
 

@@ -1,14 +1,15 @@
-"""Input handling shared by the evaluation protocols: features and labels as numpy or torch, model device and dtype, eval mode.
-"""
+"""Input handling shared by the evaluation protocols: features and labels as numpy or torch, model device and dtype, eval mode."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 ArrayLike = Any  # numpy array, numpy memmap or torch tensor
+
 
 def _feats(x: ArrayLike, name: str) -> torch.Tensor:
     """``x`` as a float32 CPU tensor ``[N, D]``; ``ValueError`` naming ``name`` otherwise."""

@@ -1,9 +1,8 @@
-"""Encoding images, feature maps and texts with a model, in batches, without gradients.
-"""
+"""Encoding images, feature maps and texts with a model, in batches, without gradients."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -40,8 +39,9 @@ def encode_images(
     return F.normalize(feats, dim=-1) if normalize else feats
 
 
-def _model_batches(model: torch.nn.Module, images: ArrayLike, batch_size: int,
-                   device: str | torch.device | None = None) -> Iterator[torch.Tensor]:
+def _model_batches(
+    model: torch.nn.Module, images: ArrayLike, batch_size: int, device: str | torch.device | None = None
+) -> Iterator[torch.Tensor]:
     """uint8 images ``[N, H, W, 3]`` as model input batches (``to_model_input`` at ``model.visual.image_size``, on
     the model's device and dtype), converted one batch at a time: slicing a memmap reads only that batch."""
     if batch_size <= 0:
@@ -52,7 +52,6 @@ def _model_batches(model: torch.nn.Module, images: ArrayLike, batch_size: int,
         batch = images[start : start + batch_size]
         x = to_model_input(batch if isinstance(batch, torch.Tensor) else np.asarray(batch), image_size=size)
         yield x.to(device=dev, dtype=dtype)
-
 
 
 def encode_feature_maps(
@@ -70,8 +69,10 @@ def encode_feature_maps(
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
         raise ValueError(f"grid must be a positive integer, got {grid!r}")
     with _eval_mode(model), torch.no_grad():
-        out = [[F.adaptive_avg_pool2d(m.float(), grid).flatten(1).cpu() for m in model.feature_maps(x, last)]
-               for x in _model_batches(model, images, batch_size)]
+        out = [
+            [F.adaptive_avg_pool2d(m.float(), grid).flatten(1).cpu() for m in model.feature_maps(x, last)]
+            for x in _model_batches(model, images, batch_size)
+        ]
     if not out:
         raise ValueError("images is empty")
     return [torch.cat(layer) for layer in zip(*out)]

@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,7 +31,6 @@ from vlp_lib.eval.common import ArrayLike, _check_dim, _check_len, _feats, _labe
 # profiled here it beat 1e2 by at most 1 pp of validation accuracy (the noise of a 400-image split), and it is, with
 # 1e2, the slowest fit (at the 1,000-iteration limit).
 DEFAULT_CS = tuple(float(c) for c in np.logspace(-3, 2, 6))
-
 
 
 def _val_split(n: int, y: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -71,8 +71,16 @@ def _probe_threads() -> Iterator[None]:
         yield
 
 
-def _check_probe(xtr: np.ndarray, ytr: np.ndarray, xte: np.ndarray, yte: np.ndarray, what: str,
-                 val_fraction: float, Cs: Sequence[float] | None, default: Sequence[float]) -> tuple[float, ...]:
+def _check_probe(
+    xtr: np.ndarray,
+    ytr: np.ndarray,
+    xte: np.ndarray,
+    yte: np.ndarray,
+    what: str,
+    val_fraction: float,
+    Cs: Sequence[float] | None,
+    default: Sequence[float],
+) -> tuple[float, ...]:
     """A probe's inputs: ``train_<what>`` / ``test_<what>`` as long as their features, one feature dimension, a
     validation share in (0, 1) and a non-empty grid of positive costs (``default`` when ``Cs`` is ``None``)."""
     _check_len(len(xtr), len(ytr), f"train_{what}", "train_feats")
@@ -161,8 +169,6 @@ def linear_probe(
     }
 
 
-
-
 def knn_predict(
     train_feats: ArrayLike,
     train_labels: ArrayLike,
@@ -222,8 +228,6 @@ def knn_accuracy(
         raise ValueError("test_feats is empty")
     pred = knn_predict(train_feats, train_labels, test_feats, k=k, temperature=temperature)
     return float((pred == yte).mean())
-
-
 
 
 def per_class_accuracy(predictions: ArrayLike, labels: ArrayLike) -> dict[int, float]:
@@ -299,8 +303,9 @@ def multilabel_svm_probe(
     xte = F.normalize(_feats(test_feats, "test_feats"), dim=-1).numpy()
     ytr, yte = np.asarray(train_targets), np.asarray(test_targets)
     if ytr.ndim != 2 or yte.ndim != 2 or ytr.shape[1] != yte.shape[1]:
-        raise ValueError(f"train_targets and test_targets must be 2-D multi-hot [N, C] with one C, got "
-                         f"{ytr.shape} and {yte.shape}")
+        raise ValueError(
+            f"train_targets and test_targets must be 2-D multi-hot [N, C] with one C, got {ytr.shape} and {yte.shape}"
+        )
     Cs = _check_probe(xtr, ytr, xte, yte, "targets", val_fraction, Cs, DEFAULT_SVM_CS)
     order = np.random.default_rng(seed).permutation(len(xtr))
     n_val = max(1, int(round(val_fraction * len(xtr))))

@@ -1,9 +1,8 @@
-"""Image-text retrieval recall@{1,5,10} both ways and their mean (ProtoCLIP Sec. IV-C.4, Table VIII).
-"""
+"""Image-text retrieval recall@{1,5,10} both ways and their mean (ProtoCLIP Sec. IV-C.4, Table VIII)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch

@@ -1,9 +1,8 @@
-"""Zero-shot classification with CLIP's prompt ensemble (ProtoCLIP Sec. IV-C.1, Tables III and VI).
-"""
+"""Zero-shot classification with CLIP's prompt ensemble (ProtoCLIP Sec. IV-C.1, Tables III and VI)."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 import torch.nn.functional as F

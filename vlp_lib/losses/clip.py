@@ -27,6 +27,6 @@ def clip_loss(image_features: torch.Tensor, text_features: torch.Tensor, logit_s
     return loss(image_features, text_features, logit_scale)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gathering_loss(rank: int, world_size: int) -> open_clip.ClipLoss:
     return open_clip.ClipLoss(local_loss=True, gather_with_grad=True, rank=rank, world_size=world_size)

@@ -130,8 +130,11 @@ def soft_info_nce(
     all_images = distributed.gather_with_grad(image_features)
     all_texts = distributed.gather_with_grad(text_features)
     rows = slice(*distributed.bounds(len(all_images)))
-    targets = smoothed_targets(len(all_images), alpha, literal, device=image_features.device,
-                               dtype=image_features.dtype)[rows]
+    targets = smoothed_targets(
+        len(all_images), alpha, literal, device=image_features.device, dtype=image_features.dtype
+    )[rows]
     # the smoothed targets are symmetric, so the text->image direction uses the same rows
-    return 0.5 * (soft_contrastive(logit_scale * image_features @ all_texts.T, targets)
-                  + soft_contrastive(logit_scale * text_features @ all_images.T, targets))
+    return 0.5 * (
+        soft_contrastive(logit_scale * image_features @ all_texts.T, targets)
+        + soft_contrastive(logit_scale * text_features @ all_images.T, targets)
+    )

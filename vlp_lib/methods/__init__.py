@@ -61,13 +61,27 @@ def method_class(name: str) -> type[Method]:
     for value in vars(module).values():
         if isinstance(value, type) and issubclass(value, Method) and value.name == name:
             return value
-    raise ValueError(f"method {name!r}: paper {paper!r} registers it, but {module.__name__} defines no Method "
-                     f"subclass with name = {name!r}")
+    raise ValueError(
+        f"method {name!r}: paper {paper!r} registers it, but {module.__name__} defines no Method "
+        f"subclass with name = {name!r}"
+    )
 
 
 def create_method(name: str, **kwargs: Any) -> Method:
     return method_class(name)(**kwargs)
 
 
-__all__ = ["Batch", "Episode", "Method", "MethodContext", "CLIP", "PAPERS_PACKAGE", "available_methods",
-           "check_method_name", "create_method", "method_class", "paper_of", "register_method"]
+__all__ = [
+    "Batch",
+    "Episode",
+    "Method",
+    "MethodContext",
+    "CLIP",
+    "PAPERS_PACKAGE",
+    "available_methods",
+    "check_method_name",
+    "create_method",
+    "method_class",
+    "paper_of",
+    "register_method",
+]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,7 +51,7 @@ class SideData(Mapping[str, Any]):
     """``batch.extra``: the batch's rows of ``PairedData.extra``, gathered (by the image indices) only when a
     key is read, and kept for the rest of the step. ``batch.extra["summaries"]`` is ``batch.side("summaries")``."""
 
-    def __init__(self, batch: "Batch") -> None:
+    def __init__(self, batch: Batch) -> None:
         self._batch = batch
 
     def __getitem__(self, name: str) -> Any:
@@ -179,7 +180,7 @@ class Method(nn.Module):
         return model
 
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: "MethodContext") -> dict[str, Any]:
+    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
         """The constructor arguments of a run from its ``method_kwargs`` and what exists only once data and model
         do (``context``): a method that needs a teacher's features, the image tower or side data prepared from
         the training pairs builds them here. The default passes ``kwargs`` unchanged."""
@@ -195,8 +196,9 @@ class Method(nn.Module):
                 raise ValueError(f"required_extras: method {self.name!r} reads {name!r}: {err}") from None
         for name in self.views:
             if name not in AUGMENTATIONS:
-                raise ValueError(f"views: method {self.name!r} asks for view {name!r}, not one of "
-                                 f"{sorted(AUGMENTATIONS)}")
+                raise ValueError(
+                    f"views: method {self.name!r} asks for view {name!r}, not one of {sorted(AUGMENTATIONS)}"
+                )
 
     def training_data(self, data: PairedData) -> tuple[PairedData, Sampler | None]:
         """The data the trainer iterates and the sampler that orders it (``None``: the trainer's default,

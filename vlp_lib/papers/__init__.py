@@ -23,7 +23,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any
 
-_REGISTRY: dict[str, "Chapter"] = {}
+_REGISTRY: dict[str, Chapter] = {}
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def register(chapter: Chapter) -> Chapter:
     return chapter
 
 
-def chapters() -> list["Chapter"]:
+def chapters() -> list[Chapter]:
     """Every paper chapter, in book order (imports each subpackage of ``vlp_lib.papers`` once)."""
     for info in pkgutil.iter_modules(__path__):
         if info.ispkg:

@@ -14,8 +14,9 @@ def _article(phrase: str) -> str:
     return ("an " if phrase[0] in "aeiou" else "a ") + phrase
 
 
-def _object_phrase(obj: dict, d: Draws, knobs: dict[str, Any], detail: bool, where: bool,
-                   record: dict | None = None) -> str:
+def _object_phrase(
+    obj: dict, d: Draws, knobs: dict[str, Any], detail: bool, where: bool, record: dict | None = None
+) -> str:
     """ "a crimson star", with ``detail`` sometimes "a small crimson star", with ``where`` sometimes
     "... in the top left corner". ``record`` receives ``size`` and ``position``: whether the phrase names them."""
     colour = vocab.COLOURS[obj["colour"]]
@@ -55,8 +56,13 @@ def _join(phrases: list[str], d: Draws, objs: list[dict], paraphrase: bool, reco
 _COUNT_FREE = [t for t, s in enumerate(vocab.CAPTION_TEMPLATES) if "{count}" not in s]
 
 
-def describe(scene: dict[str, Any], d: Draws, knobs: dict[str, Any], template: int | None = None,
-             facts: dict[str, Any] | None = None) -> tuple[str, bool]:
+def describe(
+    scene: dict[str, Any],
+    d: Draws,
+    knobs: dict[str, Any],
+    template: int | None = None,
+    facts: dict[str, Any] | None = None,
+) -> tuple[str, bool]:
     """One caption of ``scene`` before junk and mismatch: ``(text, omitted)``.
 
     ``template`` forces a template id (the retrieval set uses distinct ones per image); otherwise
@@ -80,16 +86,16 @@ def describe(scene: dict[str, Any], d: Draws, knobs: dict[str, Any], template: i
     # positions of three objects make captions longer than the text context: at most two
     where = paraphrase and len(mentioned) <= 2
     records: list[dict] = [{} for _ in mentioned]
-    phrases = [_object_phrase(o, d, knobs, detail=paraphrase, where=where, record=r)
-               for o, r in zip(mentioned, records)]
+    phrases = [
+        _object_phrase(o, d, knobs, detail=paraphrase, where=where, record=r) for o, r in zip(mentioned, records)
+    ]
     bg_words = vocab.BACKGROUNDS_TABLE[vocab.BACKGROUNDS[scene["background"]]]
     bg = d.pick(bg_words) if paraphrase else bg_words[0]
     text = vocab.CAPTION_TEMPLATES[template].format(
         objs=_join(phrases, d, mentioned, paraphrase, record=facts), bg=bg, count=vocab.COUNT_WORDS[len(order) - 1]
     )
     if facts is not None:
-        facts.update(objects=list(order), size=[r["size"] for r in records],
-                     position=[r["position"] for r in records])
+        facts.update(objects=list(order), size=[r["size"] for r in records], position=[r["position"] for r in records])
     if paraphrase and d.random() < 0.3:  # alt text is often capitalised
         text = text[0].upper() + text[1:]
     return text, omitted
@@ -102,8 +108,14 @@ def _add_junk(text: str, d: Draws) -> str:
     return text
 
 
-def caption(seed: int, index: int, knobs: dict[str, Any], scene: dict | None = None,
-            allow_mismatch: bool = True, facts: dict[str, Any] | None = None) -> tuple[str, dict[str, int]]:
+def caption(
+    seed: int,
+    index: int,
+    knobs: dict[str, Any],
+    scene: dict | None = None,
+    allow_mismatch: bool = True,
+    facts: dict[str, Any] | None = None,
+) -> tuple[str, dict[str, int]]:
     """The alt-text caption of image ``index`` and its noise flags ``{mismatched, omitted, junk}``.
 
     ``scene`` is re-derived from ``(seed, index)`` if not given. ``facts`` (a dict), if given, receives what

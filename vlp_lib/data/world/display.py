@@ -3,7 +3,8 @@ None of them is part of any world or task."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,8 +16,9 @@ from vlp_lib.data.world.scenes import _pick_tones
 from vlp_lib.data.world.validation import _check_names
 
 
-def sample_grid(images: np.ndarray | World, indices: Sequence[int] | None = None, ncols: int = 8,
-                pad: int = 2, scale: int = 1) -> np.ndarray:
+def sample_grid(
+    images: np.ndarray | World, indices: Sequence[int] | None = None, ncols: int = 8, pad: int = 2, scale: int = 1
+) -> np.ndarray:
     """A mosaic of ``images[indices]`` as one uint8 ``[H, W, 3]`` array (white padding), for ``imshow``.
 
     ``scale`` enlarges every pixel (nearest neighbour) so 32 px images stay crisp in a PNG.
@@ -38,8 +40,13 @@ def sample_grid(images: np.ndarray | World, indices: Sequence[int] | None = None
     return out
 
 
-def gallery(shapes: Sequence[str] | None = None, colour: str = "blue", background: str = "plain",
-            image_size: int = 32, size: str = "large") -> np.ndarray:
+def gallery(
+    shapes: Sequence[str] | None = None,
+    colour: str = "blue",
+    background: str = "plain",
+    image_size: int = 32,
+    size: str = "large",
+) -> np.ndarray:
     """One centred, unrotated image per shape (default all, in id order): uint8 ``[k, S, S, 3]``.
 
     For showing the vocabulary (look-alikes side by side); not part of any world or task.
@@ -51,8 +58,15 @@ def gallery(shapes: Sequence[str] | None = None, colour: str = "blue", backgroun
     tone, tone2 = _pick_tones(Draws(0, 0, SCENE_STREAM), [c], 38)
     out = []
     for i, name in enumerate(shapes):
-        obj = dict(shape=vocab.SHAPES.index(name), colour=c, size=vocab.SIZES.index(size), cx=0.5, cy=0.5, angle=0.0,
-                   position="centre")
+        obj = dict(
+            shape=vocab.SHAPES.index(name),
+            colour=c,
+            size=vocab.SIZES.index(size),
+            cx=0.5,
+            cy=0.5,
+            angle=0.0,
+            position="centre",
+        )
         scene = dict(objects=[obj], background=bg, tone=tone, tone2=tone2, texture=dict(variant=0, ox=0.0, oy=0.0))
         out.append(render(scene, image_size, _lazy_rng(0, i), 0.0)[0])
     return np.stack(out)

@@ -68,8 +68,16 @@ def _write_columns(path: Path, cols: dict[str, Any]) -> None:
     (path / "text.json").write_text(json.dumps(dict(captions=cols["captions"], summaries=cols["summaries"])))
 
 
-def _render(n: int, seed: int, image_size: int, knobs: dict[str, Any], images: np.ndarray, start: int,
-            workers: int, progress: bool) -> dict[str, Any]:
+def _render(
+    n: int,
+    seed: int,
+    image_size: int,
+    knobs: dict[str, Any],
+    images: np.ndarray,
+    start: int,
+    workers: int,
+    progress: bool,
+) -> dict[str, Any]:
     """Render indices ``[start, n)`` into ``images[start:n]``; returns their metadata columns."""
     from tqdm import tqdm
 
@@ -178,12 +186,15 @@ def generate(
                 images[:start] = np.load(old / "images.npy", mmap_mode="r")
                 parts.append(_read_columns(old, start))
             todo = n - start
-            parts.append(_render(n, seed, image_size, eff, images, start, workers or _default_workers(todo), show(todo)))
+            parts.append(
+                _render(n, seed, image_size, eff, images, start, workers or _default_workers(todo), show(todo))
+            )
             images.flush()
             del images
             _write_columns(tmp, _concat(parts))
-            (tmp / "info.json").write_text(json.dumps(
-                dict(version=WORLD_VERSION, n=n, seed=seed, image_size=image_size, knobs=eff), indent=1))
+            (tmp / "info.json").write_text(
+                json.dumps(dict(version=WORLD_VERSION, n=n, seed=seed, image_size=image_size, knobs=eff), indent=1)
+            )
             os.replace(tmp, key_dir / f"n{n}")  # publish atomically
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -37,8 +37,9 @@ def _crescent(d: float = 0.5, r2: float = 0.85, k: int = 20) -> np.ndarray:
     a0, b0 = math.atan2(y, x), math.atan2(y, x - d)
     outer = np.linspace(a0, 2 * np.pi - a0, k)
     inner = np.linspace(2 * np.pi - b0, b0, k)
-    pts = np.concatenate([np.stack([np.cos(outer), np.sin(outer)], 1),
-                          np.stack([d + r2 * np.cos(inner), r2 * np.sin(inner)], 1)])
+    pts = np.concatenate(
+        [np.stack([np.cos(outer), np.sin(outer)], 1), np.stack([d + r2 * np.cos(inner), r2 * np.sin(inner)], 1)]
+    )
     return pts + [0.2, 0]  # centre the thin moon in its box
 
 
@@ -87,15 +88,23 @@ def shape_geometry() -> dict[str, list[tuple[str, np.ndarray]]]:
         "burst": [("poly", _star(8, 0.55))],
         "triangle": [("poly", np.array([(0, -0.9), (0.95, 0.75), (-0.95, 0.75)]))],
         "arrowhead": [("poly", np.array([(0, -0.95), (0.9, 0.85), (0, 0.3), (-0.9, 0.85)]))],
-        "arrow": [("poly", np.array([(-1, -0.2), (0.15, -0.2), (0.15, -0.62), (1, 0), (0.15, 0.62),
-                                     (0.15, 0.2), (-1, 0.2)]))],
+        "arrow": [
+            ("poly", np.array([(-1, -0.2), (0.15, -0.2), (0.15, -0.62), (1, 0), (0.15, 0.62), (0.15, 0.2), (-1, 0.2)]))
+        ],
         "chevron": [("poly", _stroke(np.array([(-0.85, 0.4), (0, -0.45), (0.85, 0.4)]), 0.42))],
         "cross": [("poly", _rect(-0.9, -0.2, 0.9, 0.2)), ("poly", _rect(-0.2, -0.9, 0.2, 0.9))],
         "letter t": [("poly", _rect(-0.85, -0.95, 0.85, -0.56)), ("poly", _rect(-0.2, -0.95, 0.2, 0.95))],
-        "letter e": [("poly", _rect(-0.7, -0.95, -0.3, 0.95)), ("poly", _rect(-0.7, -0.95, 0.7, -0.6)),
-                     ("poly", _rect(-0.7, -0.17, 0.5, 0.17)), ("poly", _rect(-0.7, 0.6, 0.7, 0.95))],
-        "letter f": [("poly", _rect(-0.7, -0.95, -0.3, 0.95)), ("poly", _rect(-0.7, -0.95, 0.7, -0.6)),
-                     ("poly", _rect(-0.7, -0.17, 0.5, 0.17))],
+        "letter e": [
+            ("poly", _rect(-0.7, -0.95, -0.3, 0.95)),
+            ("poly", _rect(-0.7, -0.95, 0.7, -0.6)),
+            ("poly", _rect(-0.7, -0.17, 0.5, 0.17)),
+            ("poly", _rect(-0.7, 0.6, 0.7, 0.95)),
+        ],
+        "letter f": [
+            ("poly", _rect(-0.7, -0.95, -0.3, 0.95)),
+            ("poly", _rect(-0.7, -0.95, 0.7, -0.6)),
+            ("poly", _rect(-0.7, -0.17, 0.5, 0.17)),
+        ],
         "bar": [("poly", _rect(-1.0, -0.2, 1.0, 0.2))],
         "zigzag": [("poly", _stroke(np.stack([zig_x, np.where(np.arange(6) % 2 == 0, 0.42, -0.42)], 1), 0.32))],
         "wave": [("poly", _stroke(np.stack([wave_x * 0.88, 0.42 * np.sin(wave_x * 1.5 * np.pi)], 1), 0.32))],
@@ -105,7 +114,7 @@ def shape_geometry() -> dict[str, list[tuple[str, np.ndarray]]]:
     return g
 
 
-@lru_cache(maxsize=None)
+@cache
 def _packed_geometry(shape: int) -> tuple[np.ndarray, list[tuple[int, int]], tuple[float, float] | None]:
     """Shape id -> (all polygon points stacked, (start, stop) per polygon, ring (radius, width) or None)."""
     prims = shape_geometry()[vocab.SHAPES[shape]]

@@ -20,8 +20,16 @@ from vlp_lib.data.world.scenes import relation_labels, sample_scene
 
 # Label arrays every world carries (all of the primary object where it is per object).
 LABEL_KEYS = (
-    "shape", "superclass", "colour", "size", "position", "background", "count",
-    "mismatched", "omitted", "junk",
+    "shape",
+    "superclass",
+    "colour",
+    "size",
+    "position",
+    "background",
+    "count",
+    "mismatched",
+    "omitted",
+    "junk",
 )
 
 
@@ -74,8 +82,12 @@ def make_item(seed: int, index: int, image_size: int, knobs: dict[str, Any]) -> 
         **flags,
     )
     return dict(
-        image=image, caption=text, summary=summary(scene), boxes=boxes,
-        objects=np.array([(o["shape"], o["colour"], o["size"]) for o in objs], np.int64), labels=labels,
+        image=image,
+        caption=text,
+        summary=summary(scene),
+        boxes=boxes,
+        objects=np.array([(o["shape"], o["colour"], o["size"]) for o in objs], np.int64),
+        labels=labels,
     )
 
 
@@ -97,8 +109,13 @@ def _render_range(args: tuple) -> tuple[int, np.ndarray, dict[str, Any]]:
     return start, images, _columns(captions, summaries, boxes, objects, labels)
 
 
-def _columns(captions: list[str], summaries: list[str], boxes: list[np.ndarray], objects: list[np.ndarray],
-             labels: dict[str, Any]) -> dict[str, Any]:
+def _columns(
+    captions: list[str],
+    summaries: list[str],
+    boxes: list[np.ndarray],
+    objects: list[np.ndarray],
+    labels: dict[str, Any],
+) -> dict[str, Any]:
     return dict(
         captions=captions,
         summaries=summaries,

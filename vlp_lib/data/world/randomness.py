@@ -7,7 +7,8 @@ function of ``(seed, i, image_size, knobs)`` only (see ``vlp_lib.data.world``).
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -4,8 +4,9 @@ and per-object visibility masks."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw

@@ -9,8 +9,9 @@ above / below between two centres) are the world's only definitions of positions
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +29,16 @@ MAX_OVERLAP = 0.15
 # Muted background tones (RGB); each scene takes the first tone (in a random order) far enough from
 # all of its object colours, so that no object disappears into its background.
 BG_TONES = [
-    (235, 228, 210), (205, 208, 212), (188, 212, 232), (212, 232, 198), (238, 210, 222),
-    (225, 215, 170), (62, 66, 76), (40, 56, 80), (58, 78, 60), (92, 62, 82),
+    (235, 228, 210),
+    (205, 208, 212),
+    (188, 212, 232),
+    (212, 232, 198),
+    (238, 210, 222),
+    (225, 215, 170),
+    (62, 66, 76),
+    (40, 56, 80),
+    (58, 78, 60),
+    (92, 62, 82),
 ]
 MIN_CONTRAST = 110.0
 
@@ -117,8 +126,15 @@ def sample_scene(seed: int, index: int, knobs: dict[str, Any]) -> dict[str, Any]
     sizes = _sizes(d, m)
     placed = _place(d, [SIZE_FRACTIONS[size] / 2 for size in sizes])
     objects = [
-        dict(shape=shapes[i], colour=colours[i], size=sizes[i], cx=placed[i][0], cy=placed[i][1],
-             angle=d.uniform(-MAX_ROTATION, MAX_ROTATION), position=_position_name(placed[i][0], placed[i][1]))
+        dict(
+            shape=shapes[i],
+            colour=colours[i],
+            size=sizes[i],
+            cx=placed[i][0],
+            cy=placed[i][1],
+            angle=d.uniform(-MAX_ROTATION, MAX_ROTATION),
+            position=_position_name(placed[i][0], placed[i][1]),
+        )
         for i in range(m)
     ]
     bg = vocab.BACKGROUNDS.index(d.pick(knobs["backgrounds"]))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,11 @@ _RATES = ("mismatch_rate", "omit_rate", "junk_rate", "synonym_rate", "clutter")
 
 
 def _check_rate(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not 0.0 <= float(value) <= 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not 0.0 <= float(value) <= 1.0
+    ):
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
 

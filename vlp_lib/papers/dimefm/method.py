@@ -67,8 +67,9 @@ def check_teacher(teacher: Any, policy: Any = "train") -> dict[str, Any]:
     if not isinstance(teacher, dict) or not {"scale", "method", "seed"} <= set(teacher):
         raise ValueError(f"teacher must be a run config (experiment.make_config(...)), got {teacher!r}")
     if teacher["method"] != "clip":
-        raise ValueError(f"teacher must be a CLIP run (method 'clip'): DIME-FM distils a CLIP, got method "
-                         f"{teacher['method']!r}")
+        raise ValueError(
+            f"teacher must be a CLIP run (method 'clip'): DIME-FM distils a CLIP, got method {teacher['method']!r}"
+        )
     rest = {k: v for k, v in teacher.items() if k not in ("scale", "method", "seed")}
     try:
         remade = experiment.make_config(teacher["scale"], teacher["method"], teacher["seed"], **rest)
@@ -80,8 +81,10 @@ def check_teacher(teacher: Any, policy: Any = "train") -> dict[str, Any]:
     if policy not in POLICIES:
         raise ValueError(f"teacher_policy must be one of {POLICIES}, got {policy!r}")
     if policy == "reuse" and not teacher_stored(teacher):
-        raise ValueError("teacher_policy 'reuse': the teacher run is not stored (with this code); train it first "
-                         "(experiment.run(teacher)) or use teacher_policy 'train'")
+        raise ValueError(
+            "teacher_policy 'reuse': the teacher run is not stored (with this code); train it first "
+            "(experiment.run(teacher)) or use teacher_policy 'train'"
+        )
     return teacher
 
 
@@ -125,8 +128,14 @@ class DIMEFM(Method):
     required_extras = ("teacher_image", "teacher_text")
     ARGUMENTS = ("teacher", "teacher_policy", "texts", "paired", "lambda1", "lambda2", "pvl")
 
-    def __init__(self, lambda1: float = 0.3, lambda2: float = 0.0, pvl: str = "intra", paired: bool = False,
-                 text_data: PairedData | None = None) -> None:
+    def __init__(
+        self,
+        lambda1: float = 0.3,
+        lambda2: float = 0.0,
+        pvl: str = "intra",
+        paired: bool = False,
+        text_data: PairedData | None = None,
+    ) -> None:
         super().__init__()
         if pvl not in PVL:
             raise ValueError(f"pvl must be one of {PVL}, got {pvl!r}")
@@ -152,8 +161,9 @@ class DIMEFM(Method):
                 raise ValueError(f"texts must be {OWN!r} or a corpus spec: {err}") from None
         check_bool("paired", paired)
         if paired and texts != OWN:
-            raise ValueError(f"paired=True pairs each image with its own caption: it needs texts={OWN!r}, "
-                             f"got {texts!r}")
+            raise ValueError(
+                f"paired=True pairs each image with its own caption: it needs texts={OWN!r}, got {texts!r}"
+            )
         check_teacher(kwargs["teacher"], kwargs.get("teacher_policy", "train"))
 
     @classmethod
@@ -165,20 +175,28 @@ class DIMEFM(Method):
         student_params, student_dim = image_tower_size(config["model"], config["image_size"])
         teacher_params, teacher_dim = image_tower_size(teacher["model"], teacher["image_size"])
         if student_params > teacher_params:
-            raise ValueError(f"model: a student larger than the teacher: {config['model']}'s image tower has "
-                             f"{student_params:,} parameters, the teacher {teacher['model']}'s {teacher_params:,}")
+            raise ValueError(
+                f"model: a student larger than the teacher: {config['model']}'s image tower has "
+                f"{student_params:,} parameters, the teacher {teacher['model']}'s {teacher_params:,}"
+            )
         if student_dim != teacher_dim:
-            raise ValueError(f"model: the student {config['model']} embeds images into {student_dim} dimensions, the "
-                             f"teacher {teacher['model']} into {teacher_dim}: the student must embed into the "
-                             f"teacher's width (its text tower is the teacher's)")
+            raise ValueError(
+                f"model: the student {config['model']} embeds images into {student_dim} dimensions, the "
+                f"teacher {teacher['model']} into {teacher_dim}: the student must embed into the "
+                f"teacher's width (its text tower is the teacher's)"
+            )
         if config["context_length"] != teacher["context_length"]:
-            raise ValueError(f"context_length ({config['context_length']}) must be the teacher's "
-                             f"({teacher['context_length']}): the student's texts go through the teacher's text tower")
+            raise ValueError(
+                f"context_length ({config['context_length']}) must be the teacher's "
+                f"({teacher['context_length']}): the student's texts go through the teacher's text tower"
+            )
         texts = config["method_kwargs"].get("texts", OWN)
         for spec in constructed_parts(texts):
             if spec["queries"] > config["train_size"]:
-                raise ValueError(f"texts: a constructed corpus of {spec['queries']} queries needs as many images; "
-                                 f"the image corpus has train_size = {config['train_size']}")
+                raise ValueError(
+                    f"texts: a constructed corpus of {spec['queries']} queries needs as many images; "
+                    f"the image corpus has train_size = {config['train_size']}"
+                )
 
     @classmethod
     def wrap_model(cls, model: nn.Module, kwargs: dict[str, Any], trained: Trained) -> nn.Module:
@@ -205,16 +223,18 @@ class DIMEFM(Method):
         teacher, tokenizer = context.trained(teacher_config)
         data = context.data
         key = {"teacher": runs.config_hash(teacher_config), "images": image_corpus_key(context.config, data)}
-        image_features = frozen_arrays("dimefm-teacher-images", key,
-                                       lambda: {"features": encode_images(teacher, data.images)}, paper=PAPER)["features"]
+        image_features = frozen_arrays(
+            "dimefm-teacher-images", key, lambda: {"features": encode_images(teacher, data.images)}, paper=PAPER
+        )["features"]
         data.extra["teacher_image"] = torch.from_numpy(np.asarray(image_features, np.float32))
 
         def encode(sentences: list[str]) -> torch.Tensor:
             return encode_texts(teacher, tokenizer, list(sentences))
 
         if texts == OWN:
-            stored = frozen_arrays("dimefm-teacher-texts", {**key, "texts": OWN},
-                                   lambda: {"features": encode(data.captions)}, paper=PAPER)
+            stored = frozen_arrays(
+                "dimefm-teacher-texts", {**key, "texts": OWN}, lambda: {"features": encode(data.captions)}, paper=PAPER
+            )
             data.extra["teacher_text"] = torch.from_numpy(np.asarray(stored["features"], np.float32))
             kwargs["text_data"] = None
             return kwargs
@@ -243,8 +263,9 @@ class DIMEFM(Method):
             return data, EpisodeSampler(paired=self.paired)
         dim = data.extra["teacher_image"].shape[1]
         images = replace(data, extra={**data.extra, "teacher_text": torch.zeros(len(data), dim)})
-        texts = replace(self.text_data,
-                        extra={**self.text_data.extra, "teacher_image": torch.zeros(len(self.text_data), dim)})
+        texts = replace(
+            self.text_data, extra={**self.text_data.extra, "teacher_image": torch.zeros(len(self.text_data), dim)}
+        )
         merged, pools = concat({"images": images, "texts": texts})
         return merged, EpisodeSampler(paired=False, images=pools["images"], texts=pools["texts"])
 
@@ -263,8 +284,14 @@ class DIMEFM(Method):
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         student = model.encode_image(batch.images).float()  # the teacher's features are float32
         pseudo = self.pseudo_texts(batch) if self.pvl == "inter" and self.lambda1 > 0 else None
-        out = dimefm_loss(batch.side("teacher_image"), student, batch.side("teacher_text", of="text"),
-                          self.lambda1, self.lambda2, pseudo_texts=pseudo)
+        out = dimefm_loss(
+            batch.side("teacher_image"),
+            student,
+            batch.side("teacher_text", of="text"),
+            self.lambda1,
+            self.lambda2,
+            pseudo_texts=pseudo,
+        )
         logs = {f"loss_{term}": float(out[term].detach()) for term in ("vl", "pvl", "udist")}
         return out["loss"], logs
 

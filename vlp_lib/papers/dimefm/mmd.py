@@ -4,7 +4,8 @@ image and text corpora lie in a teacher's feature space.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,7 +71,7 @@ def _gram(a: np.ndarray, b: np.ndarray, kernel: str, degree: int, sigma: float |
         return (a @ b.T / a.shape[1] + 1.0) ** degree
     from scipy.spatial.distance import cdist
 
-    return np.exp(-cdist(a, b, "sqeuclidean") / (2.0 * sigma ** 2))
+    return np.exp(-cdist(a, b, "sqeuclidean") / (2.0 * sigma**2))
 
 
 def _within_mean(a: np.ndarray, kernel: str, degree: int, sigma: float | None) -> float:
@@ -88,8 +89,9 @@ def _sigma(kernel: str, bandwidth: float | None, samples: Sequence[np.ndarray]) 
     return float(bandwidth) if bandwidth is not None else _median_distance(samples)
 
 
-def _mmd2(a: np.ndarray, b: np.ndarray, within_a: float, within_b: float, kernel: str, degree: int,
-          sigma: float | None) -> float:
+def _mmd2(
+    a: np.ndarray, b: np.ndarray, within_a: float, within_b: float, kernel: str, degree: int, sigma: float | None
+) -> float:
     """MMD^2_u from the two within-sample terms (``_within_mean``) and the cross term of ``a`` and ``b``."""
     return within_a + within_b - 2.0 * float(_gram(a, b, kernel, degree, sigma).mean())
 
@@ -136,8 +138,9 @@ def mmd(
     _mmd_options(kernel, degree, bandwidth)
     a, b = _mmd_samples((x, y), ("x", "y"))
     sigma = _sigma(kernel, bandwidth, [a, b])
-    return _mmd2(a, b, _within_mean(a, kernel, degree, sigma), _within_mean(b, kernel, degree, sigma), kernel,
-                 degree, sigma)
+    return _mmd2(
+        a, b, _within_mean(a, kernel, degree, sigma), _within_mean(b, kernel, degree, sigma), kernel, degree, sigma
+    )
 
 
 def mmd_matrix(
@@ -145,7 +148,7 @@ def mmd_matrix(
     kernel: str = "linear",
     degree: int = 3,
     bandwidth: float | None = None,
-) -> "pd.DataFrame":
+) -> pd.DataFrame:
     """Pairwise ``mmd`` of named feature sets as a symmetric ``pandas.DataFrame`` with zeros on the diagonal.
 
     ``sets`` is any mapping name -> ``[N_k, D]`` features (rows and columns follow its order); DIME-FM Supp F,
@@ -198,26 +201,39 @@ def corpus_mmd(spec: dict[str, Any]) -> dict[str, Any]:
     set smaller than ``samples`` (the deduplicated constructed corpus can be; iid draws keep MMD^2_u unbiased)."""
     model, tokenizer = experiment.load_trained(experiment.run(spec["teacher"]))
     corpus = spec["image_corpus"]
-    world = generate(corpus["n"], seed=corpus["seed"], image_size=spec["teacher"]["image_size"], **corpus["world_knobs"])
+    world = generate(
+        corpus["n"], seed=corpus["seed"], image_size=spec["teacher"]["image_size"], **corpus["world_knobs"]
+    )
     image_features = encode_images(model, world.images)
 
     def encode(texts: Sequence[str]) -> torch.Tensor:
         return encode_texts(model, tokenizer, list(texts))
 
-    texts = {"captions": list(world.captions), "NLP": corpora.nlp_corpus(spec["nlp"]["n"], spec["nlp"]["seed"]),
-             "constructed": corpora.build_corpus(spec["constructed"], query_features=image_features, encode=encode)}
+    texts = {
+        "captions": list(world.captions),
+        "NLP": corpora.nlp_corpus(spec["nlp"]["n"], spec["nlp"]["seed"]),
+        "constructed": corpora.build_corpus(spec["constructed"], query_features=image_features, encode=encode),
+    }
     features = {"images": _normalized(image_features), **{k: _normalized(encode(v)) for k, v in texts.items()}}
     n = spec["samples"]
     mmd2: dict[str, list[list[list[float]]]] = {k: [] for k in spec["kernels"]}
     for draw in range(spec["draws"]):
         rng = np.random.default_rng([draw, SAMPLING_STREAM])
-        sample = {name: features[name][rng.choice(len(features[name]), n, replace=len(features[name]) < n)]
-                  for name in MMD_SETS}
+        sample = {
+            name: features[name][rng.choice(len(features[name]), n, replace=len(features[name]) < n)]
+            for name in MMD_SETS
+        }
         for kernel in spec["kernels"]:
             mmd2[kernel].append(mmd_matrix(sample, kernel=kernel).loc[list(MMD_SETS), list(MMD_SETS)].values.tolist())
-    return {"metrics": {"sets": list(MMD_SETS), "samples": n, "mmd2": mmd2,
-                        "sizes": {name: len(f) for name, f in features.items()}},
-            "examples": {name: v[:5] for name, v in texts.items()}}
+    return {
+        "metrics": {
+            "sets": list(MMD_SETS),
+            "samples": n,
+            "mmd2": mmd2,
+            "sizes": {name: len(f) for name, f in features.items()},
+        },
+        "examples": {name: v[:5] for name, v in texts.items()},
+    }
 
 
 def corpus_mmd_record(spec: dict[str, Any], compute: bool = True) -> dict | None:

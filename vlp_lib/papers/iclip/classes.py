@@ -20,7 +20,8 @@ takes, so a method can refuse a ``context_length`` that would truncate its class
 from __future__ import annotations
 
 import string
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,8 +75,12 @@ def check_text_format(text_format: Any) -> str:
     return text_format
 
 
-def class_texts(shapes: Sequence[str] | None = None, definitions: bool = True, template: str = DEFAULT_TEMPLATE,
-                text_format: str = DEFAULT_TEXT_FORMAT) -> list[str]:
+def class_texts(
+    shapes: Sequence[str] | None = None,
+    definitions: bool = True,
+    template: str = DEFAULT_TEMPLATE,
+    text_format: str = DEFAULT_TEXT_FORMAT,
+) -> list[str]:
     """One text per class of ``shapes`` (``check_shapes`` order): ``template.format(name)``, or with
     ``definitions`` ``text_format`` filled with that prompt (its final full stop dropped, the definition follows),
     the name and ``vocab.DEFINITIONS[name]``. ``ValueError`` naming ``shapes``, ``definitions``, ``template`` or
@@ -86,8 +91,10 @@ def class_texts(shapes: Sequence[str] | None = None, definitions: bool = True, t
     if not definitions:
         return prompts
     check_text_format(text_format)
-    return [text_format.format(prompt=p.rstrip(". "), name=n, definition=vocab.DEFINITIONS[n])
-            for p, n in zip(prompts, names)]
+    return [
+        text_format.format(prompt=p.rstrip(". "), name=n, definition=vocab.DEFINITIONS[n])
+        for p, n in zip(prompts, names)
+    ]
 
 
 def context_needed(texts: Sequence[str]) -> int:
@@ -107,8 +114,10 @@ def check_class_data(spec: Any) -> dict[str, Any]:
     n = check_positive_int("class_data n", spec["n"])
     seed = spec.get("seed", DEFAULT_CLASS_SEED)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < TASK_SEED_BASE:
-        raise ValueError(f"class_data seed must be an integer in [0, {TASK_SEED_BASE}) (below the evaluation "
-                         f"tasks' seeds), got {seed!r}")
+        raise ValueError(
+            f"class_data seed must be an integer in [0, {TASK_SEED_BASE}) (below the evaluation "
+            f"tasks' seeds), got {seed!r}"
+        )
     shapes = spec.get("shapes")
     return {"n": n, "seed": int(seed), "shapes": None if shapes is None else check_shapes(shapes)}
 
@@ -118,8 +127,12 @@ def class_prompt(seed: int, index: int, name: str, templates: Sequence[str] = CL
     return templates[Draws(seed, index, PROMPT_STREAM).below(len(templates))].format(name)
 
 
-def class_data(spec: dict[str, Any], image_size: int, tokenizer: Callable[[Sequence[str]], torch.Tensor],
-               templates: Sequence[str] = CLASS_TEMPLATES) -> PairedData:
+def class_data(
+    spec: dict[str, Any],
+    image_size: int,
+    tokenizer: Callable[[Sequence[str]], torch.Tensor],
+    templates: Sequence[str] = CLASS_TEMPLATES,
+) -> PairedData:
     """The class-only training data of ``spec`` (``check_class_data``) at ``image_size``: single-object images,
     ``extra["class_label"]`` = the shape's index in ``vocab.SHAPES`` (int64), captions = ``class_prompt`` of each
     image's class, tokenised with ``tokenizer``. Rendered through the world's cache."""
@@ -127,5 +140,6 @@ def class_data(spec: dict[str, Any], image_size: int, tokenizer: Callable[[Seque
     w = generate(spec["n"], spec["seed"], image_size, min_objects=1, max_objects=1, shapes=spec["shapes"])
     labels = np.asarray(w.labels["shape"], np.int64)
     captions = [class_prompt(spec["seed"], i, vocab.SHAPES[y], templates) for i, y in enumerate(labels.tolist())]
-    return PairedData(images=w.images, captions=captions, tokens=tokenize_all(tokenizer, captions),
-                      extra={"class_label": labels})
+    return PairedData(
+        images=w.images, captions=captions, tokens=tokenize_all(tokenizer, captions), extra={"class_label": labels}
+    )

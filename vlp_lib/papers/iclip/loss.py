@@ -39,12 +39,18 @@ def _check_features(name: str, features: torch.Tensor, rows: int | None = None, 
 
 def _check_labels(labels: torch.Tensor, n: int) -> None:
     if not isinstance(labels, torch.Tensor) or labels.ndim != 1 or labels.is_floating_point() or len(labels) != n:
-        raise ValueError(f"labels must be a 1-D integer tensor with one label per image ({n}), got "
-                         f"{getattr(labels, 'dtype', type(labels))} {tuple(getattr(labels, 'shape', ()))}")
+        raise ValueError(
+            f"labels must be a 1-D integer tensor with one label per image ({n}), got "
+            f"{getattr(labels, 'dtype', type(labels))} {tuple(getattr(labels, 'shape', ()))}"
+        )
 
 
-def class_text_contrast(image_features: torch.Tensor, class_text_features: torch.Tensor, labels: torch.Tensor,
-                        logit_scale: torch.Tensor | float) -> torch.Tensor:
+def class_text_contrast(
+    image_features: torch.Tensor,
+    class_text_features: torch.Tensor,
+    labels: torch.Tensor,
+    logit_scale: torch.Tensor | float,
+) -> torch.Tensor:
     """iCLIP's L_cls (reconstructed, see the module docstring): the cross-entropy of the cosine classifier whose
     weights are the text encoder's class-text features.
 
@@ -55,13 +61,16 @@ def class_text_contrast(image_features: torch.Tensor, class_text_features: torch
     _check_features("class_text_features", class_text_features, width=image_features.shape[1])
     _check_labels(labels, len(image_features))
     if len(labels) and (labels.min() < 0 or labels.max() >= len(class_text_features)):
-        raise ValueError(f"labels must index class_text_features (0 .. {len(class_text_features) - 1}), got "
-                         f"{int(labels.min())} .. {int(labels.max())}")
+        raise ValueError(
+            f"labels must index class_text_features (0 .. {len(class_text_features) - 1}), got "
+            f"{int(labels.min())} .. {int(labels.max())}"
+        )
     return F.cross_entropy(logit_scale * image_features @ class_text_features.T, labels)
 
 
-def unicl_loss(image_features: torch.Tensor, text_features: torch.Tensor, labels: torch.Tensor,
-               logit_scale: torch.Tensor | float) -> torch.Tensor:
+def unicl_loss(
+    image_features: torch.Tensor, text_features: torch.Tensor, labels: torch.Tensor, logit_scale: torch.Tensor | float
+) -> torch.Tensor:
     """UniCL's bidirectional multi-positive contrast (spec 3.2; module docstring) over a batch of triples: image
     ``i`` and text ``j`` are positives when ``labels[i] == labels[j]`` (each image-text pair has a label of its own,
     a labelled image the label of its class). Features ``[B, D]`` L2-normalised by the caller, ``logit_scale`` =

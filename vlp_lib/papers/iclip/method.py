@@ -26,8 +26,9 @@ L = ``losses.iclip.unicl_loss`` with targets 1[y_i = y_j].
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -106,7 +107,9 @@ class ClassMixing(Method):
         super().__init__()
         self.ratio = check_ratio(ratio)
         if self.ratio > 0 and class_source is None:
-            raise ValueError("class_source: ratio > 0 needs the class-only data (vlp_lib.papers.iclip.classes.class_data)")
+            raise ValueError(
+                "class_source: ratio > 0 needs the class-only data (vlp_lib.papers.iclip.classes.class_data)"
+            )
         if class_source is not None:
             class_source.check_extra("class_label")
         self.class_source = class_source
@@ -121,14 +124,17 @@ class ClassMixing(Method):
     def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
         unknown = set(kwargs) - set(cls.ARGUMENTS)
         if unknown:
-            raise ValueError(f"method_kwargs: unknown {cls.name} argument(s) {sorted(unknown)}; known: "
-                             f"{list(cls.ARGUMENTS)}")
+            raise ValueError(
+                f"method_kwargs: unknown {cls.name} argument(s) {sorted(unknown)}; known: {list(cls.ARGUMENTS)}"
+            )
         ratio = check_ratio(kwargs.get("ratio", 0.5))
         if "class_data" in kwargs:
             check_class_data(kwargs["class_data"])
         elif ratio > 0:
-            raise ValueError("class_data is required when ratio > 0: {'n': images, 'seed': int, 'shapes': [...]} "
-                             "(the class-only data, vlp_lib.papers.iclip.classes)")
+            raise ValueError(
+                "class_data is required when ratio > 0: {'n': images, 'seed': int, 'shapes': [...]} "
+                "(the class-only data, vlp_lib.papers.iclip.classes)"
+            )
 
     @classmethod
     def check_config(cls, config: dict[str, Any]) -> None:
@@ -140,16 +146,22 @@ class ClassMixing(Method):
             return
         spec = check_class_data(kwargs["class_data"])
         if config["train_data"] == "world" and spec["seed"] == config["world_seed"]:
-            raise ValueError(f"class_data seed ({spec['seed']}) must differ from world_seed: the class-only world "
-                             f"needs its own random draws")
+            raise ValueError(
+                f"class_data seed ({spec['seed']}) must differ from world_seed: the class-only world "
+                f"needs its own random draws"
+            )
         batch, rows = config["batch_size"], round(ratio * config["batch_size"])
         if rows == 0 or (ratio < 1 and rows == batch):
-            raise ValueError(f"ratio {ratio} gives {rows} class rows in a batch of {batch}: r > 0 needs at least one "
-                             f"class row, r < 1 at least one image-text pair")
+            raise ValueError(
+                f"ratio {ratio} gives {rows} class rows in a batch of {batch}: r > 0 needs at least one "
+                f"class row, r < 1 at least one image-text pair"
+            )
         needed = context_needed(cls.texts(kwargs))
         if needed > config["context_length"]:
-            raise ValueError(f"context_length ({config['context_length']}) would truncate the {cls.name} class texts: "
-                             f"the longest takes {needed} tokens with <sot>/<eot> (spec 3.2: use 32)")
+            raise ValueError(
+                f"context_length ({config['context_length']}) would truncate the {cls.name} class texts: "
+                f"the longest takes {needed} tokens with <sot>/<eot> (spec 3.2: use 32)"
+            )
 
     @classmethod
     def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
@@ -188,21 +200,39 @@ class ICLIP(ClassMixing):
     """
 
     name = "iclip"
-    ARGUMENTS = ("ratio", "class_data", "definitions", "template", "text_format", "class_set", "temperature",
-                 "text_negatives", "weights")
+    ARGUMENTS = (
+        "ratio",
+        "class_data",
+        "definitions",
+        "template",
+        "text_format",
+        "class_set",
+        "temperature",
+        "text_negatives",
+        "weights",
+    )
 
-    def __init__(self, ratio: float = 0.5, class_source: PairedData | None = None,
-                 class_tokens: torch.Tensor | None = None, class_shapes: Sequence[str] | None = None,
-                 class_set: str = "all", temperature: str = "shared", text_negatives: bool = False,
-                 weights: dict[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        ratio: float = 0.5,
+        class_source: PairedData | None = None,
+        class_tokens: torch.Tensor | None = None,
+        class_shapes: Sequence[str] | None = None,
+        class_set: str = "all",
+        temperature: str = "shared",
+        text_negatives: bool = False,
+        weights: dict[str, float] | None = None,
+    ) -> None:
         super().__init__(ratio, class_source)
         self._check_choices(class_set, temperature, text_negatives)
         self.class_set, self.temperature, self.text_negatives = class_set, temperature, text_negatives
         self.weights = check_weights({} if weights is None else weights)
         shapes = check_shapes(class_shapes)
         if self.ratio > 0 and (class_tokens is None or len(class_tokens) != len(shapes)):
-            raise ValueError(f"class_tokens: ratio > 0 needs the token ids of one class text per class "
-                             f"({len(shapes)}), got {None if class_tokens is None else tuple(class_tokens.shape)}")
+            raise ValueError(
+                f"class_tokens: ratio > 0 needs the token ids of one class text per class "
+                f"({len(shapes)}), got {None if class_tokens is None else tuple(class_tokens.shape)}"
+            )
         position = torch.full((len(vocab.SHAPES),), -1, dtype=torch.long)  # shape id -> row of class_tokens
         position[[vocab.SHAPES.index(s) for s in shapes]] = torch.arange(len(shapes))
         self.register_buffer("class_position", position, persistent=False)
@@ -222,14 +252,19 @@ class ICLIP(ClassMixing):
     def texts(cls, kwargs: dict[str, Any]) -> list[str]:
         """The class texts (``data.classes.class_texts``) of the class data's shapes."""
         shapes = check_class_data(kwargs["class_data"])["shapes"] if "class_data" in kwargs else None
-        return class_texts(shapes, kwargs.get("definitions", True), kwargs.get("template", DEFAULT_TEMPLATE),
-                           kwargs.get("text_format", DEFAULT_TEXT_FORMAT))
+        return class_texts(
+            shapes,
+            kwargs.get("definitions", True),
+            kwargs.get("template", DEFAULT_TEMPLATE),
+            kwargs.get("text_format", DEFAULT_TEXT_FORMAT),
+        )
 
     @classmethod
     def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
         super().check_kwargs(kwargs, episode_size)
-        cls._check_choices(kwargs.get("class_set", "all"), kwargs.get("temperature", "shared"),
-                           kwargs.get("text_negatives", False))
+        cls._check_choices(
+            kwargs.get("class_set", "all"), kwargs.get("temperature", "shared"), kwargs.get("text_negatives", False)
+        )
         check_weights(kwargs.get("weights", {}))
         check_text_format(kwargs.get("text_format", DEFAULT_TEXT_FORMAT))
         cls.texts(kwargs)  # definitions, template
@@ -262,7 +297,7 @@ class ICLIP(ClassMixing):
                 tokens.append(self.class_tokens)
         # one pass of the shared text tower over the alt-texts and the class texts (re-encoded every step)
         texts = F.normalize(model.encode_text(torch.cat(tokens)), dim=-1)
-        pair_texts, label_texts = texts[: len(pair_rows)], texts[len(pair_rows):]
+        pair_texts, label_texts = texts[: len(pair_rows)], texts[len(pair_rows) :]
         scale = model.logit_scale.exp()
         total = torch.zeros((), device=device)
         logs: dict[str, float] = {"logit_scale": float(scale.detach())}

@@ -3,12 +3,14 @@ supplement only): the chapter's runs and claims (``chapter``) and the paper's nu
 
 from vlp_lib.papers import Chapter, register
 
-CHAPTER = register(Chapter(
-    name="icmlm",
-    paper="ICMLM",
-    # reading order = execution order: the heads page starts its ICMLM runs from the label page's TP_Postag runs
-    notebooks=("icmlm_labels", "icmlm_heads"),
-    module="vlp_lib.papers.icmlm.book.chapter",
-    methods=('tp', 'icmlm'),
-    order=50,
-))
+CHAPTER = register(
+    Chapter(
+        name="icmlm",
+        paper="ICMLM",
+        # reading order = execution order: the heads page starts its ICMLM runs from the label page's TP_Postag runs
+        notebooks=("icmlm_labels", "icmlm_heads"),
+        module="vlp_lib.papers.icmlm.book.chapter",
+        methods=("tp", "icmlm"),
+        order=50,
+    )
+)

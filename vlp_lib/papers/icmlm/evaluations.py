@@ -33,11 +33,13 @@ def zsl_metrics(record: dict, layers: int, splits: int, iterations: int) -> dict
     """Attribute ZSL on the ``layers`` deepest maps of a stored run over ``splits`` seen / unseen splits with
     ``iterations`` L-BFGS iterations (``zsl.attribute_zsl_layers``), as ``zsl/<map index>/<top1 | seen_top1 |
     unseen_top1>``; computed once and stored."""
+
     def compute() -> dict[str, Any]:
         c = record["config"]
         model, _ = experiment.load_trained(record)
-        out = attribute_zsl_layers(model, c["scale"], c["task_train"], c["task_test"], layers, splits,
-                                   max_iter=iterations)
+        out = attribute_zsl_layers(
+            model, c["scale"], c["task_train"], c["task_test"], layers, splits, max_iter=iterations
+        )
         return {"metrics": {f"zsl/{m}/{k}": v for m, values in out.items() for k, v in values.items()}}
 
     key = zsl_key(record, layers, splits, iterations)
@@ -47,6 +49,7 @@ def zsl_metrics(record: dict, layers: int, splits: int, iterations: int) -> dict
 def proxy_record_metrics(record: dict, captions: int) -> dict[str, float]:
     """The proxy task and validation l_tp of a stored run on ``captions`` held-out captions
     (``method.proxy_metrics``), as ``proxy/<name>``; computed once and stored."""
+
     def compute() -> dict[str, Any]:
         c = record["config"]
         model, method, tokenizer, _ = experiment.load_trained_method(record)

@@ -19,7 +19,8 @@ Every tag is one word of the world's tokenizer, so a tag is also a maskable toke
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,12 +35,48 @@ def _heads(phrases: Sequence[str]) -> list[str]:
     return [vocab.words(p)[-1] for p in phrases]
 
 
-_TEMPLATE_NOUNS = ["photo", "image", "backdrop", "background", "clipart", "stock", "icon", "vector", "illustration",
-                   "drawing", "wallpaper", "design", "sticker", "paper", "picture", "logo", "texture", "sketch",
-                   "shapes", "fabric", "art", "pattern", "surface"]
+_TEMPLATE_NOUNS = [
+    "photo",
+    "image",
+    "backdrop",
+    "background",
+    "clipart",
+    "stock",
+    "icon",
+    "vector",
+    "illustration",
+    "drawing",
+    "wallpaper",
+    "design",
+    "sticker",
+    "paper",
+    "picture",
+    "logo",
+    "texture",
+    "sketch",
+    "shapes",
+    "fabric",
+    "art",
+    "pattern",
+    "surface",
+]
 _POSITION_NOUNS = ["corner", "side", "centre", "middle", "top", "bottom", "left", "right"]
-_JUNK_NOUNS = ["shipping", "img", "dsc", "royalty", "price", "quality", "hd", "jpg", "png", "copyright", "arrival",
-               "sale", "edition", "thanks"]
+_JUNK_NOUNS = [
+    "shipping",
+    "img",
+    "dsc",
+    "royalty",
+    "price",
+    "quality",
+    "hd",
+    "jpg",
+    "png",
+    "copyright",
+    "arrival",
+    "sale",
+    "edition",
+    "thanks",
+]
 _TEMPLATE_ADJECTIVES = ["simple", "cute", "digital"]
 _JUNK_ADJECTIVES = ["free", "best", "high", "new", "limited"]
 _TEMPLATE_VERBS = ["isolated", "printed", "showing", "is"]
@@ -48,11 +85,15 @@ _JUNK_VERBS = ["buy", "click", "download", "follow", "watching"]
 # POS class -> its words, in a fixed order (ties in tag frequency are broken by this order)
 LEXICON: dict[str, tuple[str, ...]] = {
     "NN": tuple(dict.fromkeys(_heads(vocab.SHAPES) + _TEMPLATE_NOUNS + _POSITION_NOUNS + _JUNK_NOUNS)),
-    "ADJ": tuple(dict.fromkeys(
-        [w for c in vocab.COLOURS for w in _heads([c, *vocab.COLOUR_SYNONYMS[c]])]
-        + [w for phrases in vocab.SIZES_TABLE.values() for w in _heads(phrases)]
-        + [w for phrases in vocab.BACKGROUNDS_TABLE.values() for w in _heads(phrases)]
-        + _TEMPLATE_ADJECTIVES + _JUNK_ADJECTIVES)),
+    "ADJ": tuple(
+        dict.fromkeys(
+            [w for c in vocab.COLOURS for w in _heads([c, *vocab.COLOUR_SYNONYMS[c]])]
+            + [w for phrases in vocab.SIZES_TABLE.values() for w in _heads(phrases)]
+            + [w for phrases in vocab.BACKGROUNDS_TABLE.values() for w in _heads(phrases)]
+            + _TEMPLATE_ADJECTIVES
+            + _JUNK_ADJECTIVES
+        )
+    ),
     "VB": tuple(dict.fromkeys(_TEMPLATE_VERBS + _JUNK_VERBS)),
 }
 _WORD_POS = {w: pos for pos, ws in LEXICON.items() for w in ws}
@@ -164,5 +205,17 @@ def lexicon_size(pos: Sequence[str] = POS_CLASSES) -> int:
     return sum(len(LEXICON[p]) for p in check_pos(pos))
 
 
-__all__ = ["LEXICON", "POS_CLASSES", "SHAPE_HEADS", "check_pos", "lexicon_size", "masked_triplets", "maskable",
-           "pos_of", "tag_counts", "tag_ids", "tag_targets", "tag_vocabulary"]
+__all__ = [
+    "LEXICON",
+    "POS_CLASSES",
+    "SHAPE_HEADS",
+    "check_pos",
+    "lexicon_size",
+    "masked_triplets",
+    "maskable",
+    "pos_of",
+    "tag_counts",
+    "tag_ids",
+    "tag_targets",
+    "tag_vocabulary",
+]

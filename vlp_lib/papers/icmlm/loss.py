@@ -45,8 +45,9 @@ def tp_loss(logits: torch.Tensor, targets: torch.Tensor, kind: str = "bce", redu
     """
     check_tp_options(kind, reduction)
     if logits.ndim != 2 or targets.shape != logits.shape:
-        raise ValueError(f"logits and targets must be 2-D [B, K] of one shape, got {tuple(logits.shape)} and "
-                         f"{tuple(targets.shape)}")
+        raise ValueError(
+            f"logits and targets must be 2-D [B, K] of one shape, got {tuple(logits.shape)} and {tuple(targets.shape)}"
+        )
     targets = targets.to(logits.dtype)
     if kind == "bce":
         per_entry = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")

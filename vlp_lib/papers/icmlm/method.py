@@ -60,8 +60,19 @@ VOCABULARIES = ("full", "labels")
 HEAD_DIMS = ("full", "split")
 TRIPLETS = ("sample", "all")
 TP_ARGUMENTS = ("label_set", "pos", "k", "tp_loss", "tp_reduction")
-ICMLM_ARGUMENTS = TP_ARGUMENTS + ("head", "layers", "heads", "head_dim", "lambda", "output", "vocabulary", "triplets",
-                                  "dropout", "lm", "init")
+ICMLM_ARGUMENTS = TP_ARGUMENTS + (
+    "head",
+    "layers",
+    "heads",
+    "head_dim",
+    "lambda",
+    "output",
+    "vocabulary",
+    "triplets",
+    "dropout",
+    "lm",
+    "init",
+)
 _POSITION_STREAM = 0x1C31  # the random stream of the masked positions drawn per step (triplets "sample")
 
 
@@ -110,14 +121,17 @@ def caption_clusters(captions: list[str], k: int, seed: int = 0) -> np.ndarray:
     return np.asarray(frozen_arrays("icmlm-clusters", key, build, verbose=False, paper=PAPER)["labels"])
 
 
-def label_targets(label_set: str, data: PairedData, pos: tuple[str, ...], k: int,
-                  seed: int = 0) -> tuple[np.ndarray, list[str] | None]:
+def label_targets(
+    label_set: str, data: PairedData, pos: tuple[str, ...], k: int, seed: int = 0
+) -> tuple[np.ndarray, list[str] | None]:
     """The multi-hot targets ``[N, K]`` (float32) of ℓ_tp for each training pair, and the tags (words) of
     ``"postag"`` (``None`` for the other sets). ``"label"`` reads ``data.extra["objects"]`` (the generated world)."""
     if label_set == "label":
         if "objects" not in data.extra:
-            raise ValueError("label_set 'label' needs each image's ground-truth objects (data.extra['objects']): "
-                             "train on the generated world")
+            raise ValueError(
+                "label_set 'label' needs each image's ground-truth objects (data.extra['objects']): "
+                "train on the generated world"
+            )
         return shape_multi_hot(data.extra["objects"]).astype(np.float32), None
     if label_set == "postag":
         tags = lexicon.tag_vocabulary(data.captions, pos, k)
@@ -170,8 +184,9 @@ class _ImageOnlyMethod(Method):
         kwargs.update(width=context.model.map_shape()[0], n_tags=targets.shape[1], tags=tags)
         return kwargs
 
-    def __init__(self, width: int, n_tags: int, tp_loss: str = "bce", tp_reduction: str = "mean",
-                 tags: list[str] | None = None):
+    def __init__(
+        self, width: int, n_tags: int, tp_loss: str = "bce", tp_reduction: str = "mean", tags: list[str] | None = None
+    ):
         super().__init__()
         objectives.check_tp_options(tp_loss, tp_reduction)
         self.tp_kind, self.tp_reduction = tp_loss, tp_reduction
@@ -213,15 +228,16 @@ class Attention(nn.Module):
         self.v = nn.Linear(width, heads * head_dim)
         self.out = nn.Linear(heads * head_dim, width)
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, key_padding: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, key_padding: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``query`` ``[B, Q, d]``, ``keys`` ``[B, S, d]``, ``key_padding`` ``[B, S]`` True where a key is absent.
         Returns the output ``[B, Q, d]`` and the weights ``[B, H, Q, S]``."""
         b, n_q, n_k = query.shape[0], query.shape[1], keys.shape[1]
         q = self.q(query).view(b, n_q, self.heads, self.head_dim).transpose(1, 2)
         k = self.k(keys).view(b, n_k, self.heads, self.head_dim).transpose(1, 2)
         v = self.v(keys).view(b, n_k, self.heads, self.head_dim).transpose(1, 2)
-        scores = q @ k.transpose(-1, -2) / self.head_dim ** 0.5
+        scores = q @ k.transpose(-1, -2) / self.head_dim**0.5
         if key_padding is not None:
             scores = scores.masked_fill(key_padding[:, None, None, :], float("-inf"))
         weights = scores.softmax(-1)
@@ -237,8 +253,9 @@ class TfmLayer(nn.Module):
         super().__init__()
         self.attention = Attention(width, heads, head_dim)
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
-        self.feed_forward = nn.Sequential(nn.Linear(width, 4 * width), nn.ReLU(), nn.Dropout(dropout),
-                                          nn.Linear(4 * width, width))
+        self.feed_forward = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.ReLU(), nn.Dropout(dropout), nn.Linear(4 * width, width)
+        )
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, z: torch.Tensor, padding: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -256,8 +273,9 @@ class TfmHead(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList([TfmLayer(width, heads, head_dim, dropout) for _ in range(layers)])
 
-    def forward(self, visual: torch.Tensor, text: torch.Tensor, padding: torch.Tensor, position: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, visual: torch.Tensor, text: torch.Tensor, padding: torch.Tensor, position: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         cells = visual.shape[1]
         z = torch.cat([visual, text], dim=1)
         pad = torch.cat([torch.zeros_like(padding[:, :1]).expand(-1, cells), padding], dim=1)
@@ -276,11 +294,13 @@ class AttFcHead(nn.Module):
         super().__init__()
         self.attention = Attention(width, heads, head_dim)
         sizes = [2 * width] + [width] * layers
-        self.fc = nn.Sequential(*[module for a, b in zip(sizes, sizes[1:])
-                                  for module in (nn.Linear(a, b), nn.ReLU(), nn.Dropout(dropout))])
+        self.fc = nn.Sequential(
+            *[module for a, b in zip(sizes, sizes[1:]) for module in (nn.Linear(a, b), nn.ReLU(), nn.Dropout(dropout))]
+        )
 
-    def forward(self, visual: torch.Tensor, text: torch.Tensor, padding: torch.Tensor, position: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, visual: torch.Tensor, text: torch.Tensor, padding: torch.Tensor, position: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         token = text[torch.arange(len(text), device=text.device), position][:, None]  # [B, 1, d]
         attended, weights = self.attention(token, visual)
         return self.fc(torch.cat([attended[:, 0], token[:, 0]], dim=1)), weights[:, :, 0]
@@ -292,9 +312,18 @@ HEAD_CLASSES = {"tfm": TfmHead, "att-fc": AttFcHead}
 HEAD_OPTIONS = ("head", "layers", "heads", "head_dim", "lambda", "output", "vocabulary", "triplets", "dropout")
 
 
-def check_head_options(width: int, head: Any = "tfm", layers: Any = 1, heads: Any = 1, head_dim: Any = "full",
-                       output: Any = "linear", vocabulary: Any = "full", triplets: Any = "sample", dropout: Any = 0.1,
-                       **rest: Any) -> None:
+def check_head_options(
+    width: int,
+    head: Any = "tfm",
+    layers: Any = 1,
+    heads: Any = 1,
+    head_dim: Any = "full",
+    output: Any = "linear",
+    vocabulary: Any = "full",
+    triplets: Any = "sample",
+    dropout: Any = 0.1,
+    **rest: Any,
+) -> None:
     """``ValueError`` naming the option for an ICMLM head that cannot be built on a world-LM of ``width``: an
     unknown ``head`` / ``head_dim`` / ``output`` / ``vocabulary`` / ``triplets``, ``layers`` or ``heads`` < 1,
     ``heads`` not dividing ``width`` with ``head_dim="split"``, ``dropout`` outside [0, 1) or ``lambda`` < 0
@@ -318,8 +347,9 @@ def check_head_options(width: int, head: Any = "tfm", layers: Any = 1, heads: An
 
 def _check_init(init: Any) -> dict[str, Any]:
     if not isinstance(init, dict) or init.get("method") != "tp" or not {"scale", "seed", "model"} <= set(init):
-        raise ValueError("init must be the config of a 'tp' run (experiment.make_config(..., method='tp')), got "
-                         f"{init!r}")
+        raise ValueError(
+            f"init must be the config of a 'tp' run (experiment.make_config(..., method='tp')), got {init!r}"
+        )
     return init
 
 
@@ -354,14 +384,16 @@ class ICMLM(_ImageOnlyMethod):
         kwargs = config["method_kwargs"]
         lm_context = kwargs.get("lm", {}).get("context_length", config["context_length"])
         if lm_context != config["context_length"]:
-            raise ValueError(f"lm: context_length ({lm_context}) must be the run's context_length "
-                             f"({config['context_length']})")
+            raise ValueError(
+                f"lm: context_length ({lm_context}) must be the run's context_length ({config['context_length']})"
+            )
         init = kwargs.get("init")
         if init is not None:
             for key in ("model", "image_size"):
                 if init.get(key) != config[key]:
-                    raise ValueError(f"init: the TP run's {key} ({init.get(key)!r}) must be this run's "
-                                     f"({config[key]!r})")
+                    raise ValueError(
+                        f"init: the TP run's {key} ({init.get(key)!r}) must be this run's ({config[key]!r})"
+                    )
 
     @classmethod
     def wrap_model(cls, model: nn.Module, kwargs: dict[str, Any], trained: Trained) -> nn.Module:
@@ -391,13 +423,39 @@ class ICMLM(_ImageOnlyMethod):
         out.update(lm=lm, mask_ids=ids, seed=context.config["seed"])
         return out
 
-    def __init__(self, width: int, n_tags: int, lm: nn.Module, mask_ids: torch.Tensor, head: str = "tfm",
-                 layers: int = 1, heads: int = 1, head_dim: str = "full", lam: float = 0.1, output: str = "linear",
-                 vocabulary: str = "full", triplets: str = "sample", dropout: float = 0.1, tp_loss: str = "bce",
-                 tp_reduction: str = "mean", tags: list[str] | None = None, seed: int = 0):
+    def __init__(
+        self,
+        width: int,
+        n_tags: int,
+        lm: nn.Module,
+        mask_ids: torch.Tensor,
+        head: str = "tfm",
+        layers: int = 1,
+        heads: int = 1,
+        head_dim: str = "full",
+        lam: float = 0.1,
+        output: str = "linear",
+        vocabulary: str = "full",
+        triplets: str = "sample",
+        dropout: float = 0.1,
+        tp_loss: str = "bce",
+        tp_reduction: str = "mean",
+        tags: list[str] | None = None,
+        seed: int = 0,
+    ):
         super().__init__(width, n_tags, tp_loss, tp_reduction, tags)
-        check_head_options(lm.width, head=head, layers=layers, heads=heads, head_dim=head_dim, output=output,
-                           vocabulary=vocabulary, triplets=triplets, dropout=dropout, **{"lambda": lam})
+        check_head_options(
+            lm.width,
+            head=head,
+            layers=layers,
+            heads=heads,
+            head_dim=head_dim,
+            output=output,
+            vocabulary=vocabulary,
+            triplets=triplets,
+            dropout=dropout,
+            **{"lambda": lam},
+        )
         self.lam, self.output, self.triplets, self.seed = float(lam), output, triplets, int(seed)
         self.lm = lm.eval().requires_grad_(False)
         d = lm.width
@@ -412,7 +470,7 @@ class ICMLM(_ImageOnlyMethod):
         self.register_buffer("target_index", index, persistent=False)
         self.decoder = nn.Linear(d, len(candidates)) if output == "linear" else None
 
-    def train(self, mode: bool = True) -> "ICMLM":
+    def train(self, mode: bool = True) -> ICMLM:
         super().train(mode)
         self.lm.eval()  # frozen: no dropout
         return self
@@ -427,8 +485,9 @@ class ICMLM(_ImageOnlyMethod):
         rows = pair.numpy()
         extra = {name: take(value, rows) for name, value in data.extra.items()}
         extra["mask_position"] = position
-        return PairedData(images=data.images[rows], captions=[data.captions[i] for i in rows],
-                          tokens=data.tokens[pair], extra=extra), None
+        return PairedData(
+            images=data.images[rows], captions=[data.captions[i] for i in rows], tokens=data.tokens[pair], extra=extra
+        ), None
 
     def draw_positions(self, batch: Batch) -> torch.Tensor:
         """The masked position of each row ``[B]``: the triplet's own (``"all"``) or one maskable position drawn
@@ -443,8 +502,9 @@ class ICMLM(_ImageOnlyMethod):
         position[~maskable.any(1)] = -1
         return torch.from_numpy(position).to(batch.texts.device)
 
-    def masked_logits(self, model: nn.Module, images: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor
-                      ) -> dict[str, torch.Tensor]:
+    def masked_logits(
+        self, model: nn.Module, images: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
         """The head's prediction for captions ``tokens`` ``[B, T]`` that hold ``[MASK]`` at ``positions`` ``[B]``:
         ``logits`` ``[B, len(candidates)]``, ``features`` GAP(X) ``[B, C]`` and ``attention`` ``[B, heads, H·W]``
         (the masked token's attention over the visual cells, Supp D)."""
@@ -457,8 +517,9 @@ class ICMLM(_ImageOnlyMethod):
         logits = self.decoder(state) if self.decoder is not None else self.lm.mlm_logits(state)[:, self.candidates]
         return {"logits": logits, "features": features, "attention": attention}
 
-    def predict(self, model: nn.Module, images: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor
-                ) -> torch.Tensor:
+    def predict(
+        self, model: nn.Module, images: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
         """The predicted token id at each masked position (the proxy task's top-1 prediction, Supp Tab. 2)."""
         with torch.no_grad():
             return self.candidates[self.masked_logits(model, images, tokens, positions)["logits"].argmax(1)]
@@ -494,8 +555,9 @@ def heldout_pairs(config: dict[str, Any], tokenizer: Any, n: int) -> PairedData:
     return world_data({**config, "world_seed": PROXY_SEED, "train_size": int(n), "world_mix": []}, tokenizer)
 
 
-def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedData,
-                  batch_size: int = 256) -> dict[str, float]:
+def proxy_metrics(
+    model: nn.Module, method: _ImageOnlyMethod, heldout: PairedData, batch_size: int = 256
+) -> dict[str, float]:
     """What a trained run does on held-out pairs: ``tp_loss``, the validation ℓ_tp of its tag classifier on
     GAP(X) against the held-out targets of its label set (the quantity Supp B reads to choose λ; with λ = 0 the
     classifier is never trained), and, for an ICMLM run, the proxy task of Supp Tab. 2 over every
@@ -519,8 +581,9 @@ def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedD
     with torch.no_grad():
         if targets is not None:
             features = encode_images(model, heldout.images, batch_size)
-            out["tp_loss"] = float(objectives.tp_loss(method.classifier(features), targets, method.tp_kind,
-                                                      method.tp_reduction))
+            out["tp_loss"] = float(
+                objectives.tp_loss(method.classifier(features), targets, method.tp_kind, method.tp_reduction)
+            )
         if isinstance(method, ICMLM):
             triplets = lexicon.masked_triplets(heldout.tokens, method.mask_ids, method.lm.mask_id)
             if not len(triplets["pair"]):
@@ -533,11 +596,25 @@ def proxy_metrics(model: nn.Module, method: "_ImageOnlyMethod", heldout: PairedD
                 correct += int((predicted == triplets["target"][rows]).sum())
             out["mtp_top1"] = correct / len(triplets["pair"])
             candidates = method.candidates if len(method.candidates) < method.lm.vocab_size else None
-            out["lm_top1"] = masked_token_accuracy(method.lm, triplets["tokens"], triplets["position"],
-                                                   triplets["target"], candidates)
+            out["lm_top1"] = masked_token_accuracy(
+                method.lm, triplets["tokens"], triplets["position"], triplets["target"], candidates
+            )
             out["triplets"] = float(len(triplets["pair"]))
     return out
 
 
-__all__ = ["ICMLM", "TagPrediction", "PROXY_SEED", "heldout_pairs", "proxy_metrics", "AttFcHead", "TfmHead",
-           "Attention", "label_targets", "caption_clusters", "check_label_set", "LABEL_SETS", "HEADS"]
+__all__ = [
+    "ICMLM",
+    "TagPrediction",
+    "PROXY_SEED",
+    "heldout_pairs",
+    "proxy_metrics",
+    "AttFcHead",
+    "TfmHead",
+    "Attention",
+    "label_targets",
+    "caption_clusters",
+    "check_label_set",
+    "LABEL_SETS",
+    "HEADS",
+]

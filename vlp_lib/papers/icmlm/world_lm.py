@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -98,10 +99,18 @@ def check_config(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     seed = out["seed"]
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    out.update(mask_rate=rate, dropout=dropout, epochs=float(out["epochs"]), lr=float(out["lr"]),
-               warmup_steps=int(warmup), seed=int(seed), world_seed=int(out["world_seed"]))
-    out["world_knobs"] = {k: v for k, v in check_knobs(**dict(out["world_knobs"] or {})).items()
-                          if k in (out["world_knobs"] or {})}
+    out.update(
+        mask_rate=rate,
+        dropout=dropout,
+        epochs=float(out["epochs"]),
+        lr=float(out["lr"]),
+        warmup_steps=int(warmup),
+        seed=int(seed),
+        world_seed=int(out["world_seed"]),
+    )
+    out["world_knobs"] = {
+        k: v for k, v in check_knobs(**dict(out["world_knobs"] or {})).items() if k in (out["world_knobs"] or {})
+    }
     return out
 
 
@@ -111,16 +120,26 @@ class WorldLM(nn.Module):
     ``forward(tokens)`` gives the contextual token states ``[B, T, width]`` (ICMLM's W_i), ``mlm_logits(states)``
     the MLM head's logits over the tokenizer's ``vocab_size`` words (never ``[MASK]``)."""
 
-    def __init__(self, vocab_size: int, context_length: int, width: int = 128, layers: int = 2, heads: int = 4,
-                 mlp_ratio: int = 4, dropout: float = 0.1, pad_id: int = 0):
+    def __init__(
+        self,
+        vocab_size: int,
+        context_length: int,
+        width: int = 128,
+        layers: int = 2,
+        heads: int = 4,
+        mlp_ratio: int = 4,
+        dropout: float = 0.1,
+        pad_id: int = 0,
+    ):
         super().__init__()
         self.vocab_size, self.context_length, self.width, self.pad_id = vocab_size, context_length, width, pad_id
         self.mask_id = vocab_size
         self.token_embedding = nn.Embedding(vocab_size + 1, width)
         self.positional_embedding = nn.Parameter(torch.randn(context_length, width) * 0.02)
         self.dropout = nn.Dropout(dropout)
-        layer = nn.TransformerEncoderLayer(width, heads, mlp_ratio * width, dropout, activation="gelu",
-                                           batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            width, heads, mlp_ratio * width, dropout, activation="gelu", batch_first=True, norm_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.ln_final = nn.LayerNorm(width)
         # BERT's MLM head: transform, then a decoder tied to the input embeddings, with its own bias
@@ -145,8 +164,9 @@ class WorldLM(nn.Module):
         return self.mlm_logits(states[torch.arange(len(tokens), device=tokens.device), positions])
 
 
-def bert_mask(tokens: torch.Tensor, rate: float, mask_id: int, vocab: tuple[int, int],
-              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def bert_mask(
+    tokens: torch.Tensor, rate: float, mask_id: int, vocab: tuple[int, int], generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masking of word tokens (ids in ``[vocab[0], vocab[1])``: not pad, ``<sot>``, ``<eot>``): each is
     chosen with probability ``rate``; a chosen one becomes ``mask_id`` (80%), a random word (10%) or stays (10%).
     Returns ``(inputs, labels)``, ``labels`` = -100 where the token was not chosen."""
@@ -170,8 +190,12 @@ def pretrain(lm: WorldLM, tokens: torch.Tensor, config: Mapping[str, Any], vocab
     steps = max(1, int(round(config["epochs"] * n / batch)))
     optimizer = torch.optim.AdamW(lm.parameters(), lr=config["lr"], weight_decay=0.01)
     warmup = min(config["warmup_steps"], steps // 2)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: (s + 1) / warmup if s < warmup else
-                                                 0.5 * (1 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup))))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda s: (
+            (s + 1) / warmup if s < warmup else 0.5 * (1 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup)))
+        ),
+    )
     lm.train()
     losses, order, cursor = [], torch.randperm(n, generator=generator), 0
     for _ in range(steps):
@@ -192,8 +216,11 @@ def pretrain(lm: WorldLM, tokens: torch.Tensor, config: Mapping[str, Any], vocab
         losses.append(float(loss.detach()))
     lm.eval()
     tenth = max(1, len(losses) // 10)
-    return {"steps": len(losses), "loss_first": float(np.mean(losses[:tenth])),
-            "loss_last": float(np.mean(losses[-tenth:]))}
+    return {
+        "steps": len(losses),
+        "loss_first": float(np.mean(losses[:tenth])),
+        "loss_last": float(np.mean(losses[-tenth:])),
+    }
 
 
 def world_lm(config: Mapping[str, Any] | None = None, verbose: bool = True) -> tuple[WorldLM, dict[str, Any]]:
@@ -206,8 +233,16 @@ def world_lm(config: Mapping[str, Any] | None = None, verbose: bool = True) -> t
 
     def architecture() -> WorldLM:
         torch.manual_seed(config["seed"])
-        return WorldLM(tokenizer.vocab_size, config["context_length"], config["width"], config["layers"],
-                       config["heads"], config["mlp_ratio"], config["dropout"], tokenizer.pad_id)
+        return WorldLM(
+            tokenizer.vocab_size,
+            config["context_length"],
+            config["width"],
+            config["layers"],
+            config["heads"],
+            config["mlp_ratio"],
+            config["dropout"],
+            tokenizer.pad_id,
+        )
 
     def train(lm: WorldLM) -> dict[str, Any]:
         start = time.perf_counter()
@@ -219,15 +254,23 @@ def world_lm(config: Mapping[str, Any] | None = None, verbose: bool = True) -> t
     return frozen_model(FROZEN_NAME, config, architecture, train, verbose=verbose, paper=PAPER)
 
 
-def masked_token_accuracy(lm: WorldLM, tokens: torch.Tensor, positions: torch.Tensor, targets: torch.Tensor,
-                          candidates: torch.Tensor | None = None, batch_size: int = 1024) -> float:
+def masked_token_accuracy(
+    lm: WorldLM,
+    tokens: torch.Tensor,
+    positions: torch.Tensor,
+    targets: torch.Tensor,
+    candidates: torch.Tensor | None = None,
+    batch_size: int = 1024,
+) -> float:
     """Top-1 accuracy of ``lm`` alone on masked captions (the "BERT_base alone" proxy, Supp Tab. 2 caption):
     ``tokens`` ``[M, T]`` with ``[MASK]`` at ``positions`` ``[M]``, ``targets`` ``[M]`` the hidden ids
     (``lexicon.masked_triplets`` builds them). ``candidates``: restrict the prediction to these token ids (e.g.
     the label set); ``None``: the whole vocabulary."""
     if not (len(tokens) == len(positions) == len(targets)) or len(tokens) == 0:
-        raise ValueError(f"tokens, positions and targets must be non-empty and of one length, got "
-                         f"{len(tokens)}, {len(positions)}, {len(targets)}")
+        raise ValueError(
+            f"tokens, positions and targets must be non-empty and of one length, got "
+            f"{len(tokens)}, {len(positions)}, {len(targets)}"
+        )
     device = next(lm.parameters()).device
     correct = 0
     was_training = lm.training

@@ -40,11 +40,15 @@ def shapes_colours_attributes() -> np.ndarray:
     rows = np.arange(len(factors))
     out[rows, factors[:, 0]] = 1.0
     out[rows, n_shapes + factors[:, 1]] = 1.0
-    out[rows, n_shapes + n_colours + np.array([supers.index(vocab.SHAPE_SUPERCLASS[shapes[s]]) for s in factors[:, 0]])] = 1.0
+    out[
+        rows, n_shapes + n_colours + np.array([supers.index(vocab.SHAPE_SUPERCLASS[shapes[s]]) for s in factors[:, 0]])
+    ] = 1.0
     return out
 
 
-def zsl_split(factors: ArrayLike, n_unseen: int, seed: int = 0, max_tries: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
+def zsl_split(
+    factors: ArrayLike, n_unseen: int, seed: int = 0, max_tries: int = 10_000
+) -> tuple[np.ndarray, np.ndarray]:
     """A seen / unseen split of the classes (sorted class ids ``(seen, unseen)``) in which every value of every
     factor of an unseen class is held by some seen class: for ``shapes_colours_factors()``, every unseen class's
     shape and colour are seen elsewhere (spec 4.3: 75 seen / 25 unseen), so its attributes can be learned.
@@ -64,8 +68,9 @@ def zsl_split(factors: ArrayLike, n_unseen: int, seed: int = 0, max_tries: int =
         seen, unseen = order[n_unseen:], order[:n_unseen]
         if all(np.isin(f[unseen, j], f[seen, j]).all() for j in range(f.shape[1])):
             return np.sort(seen), np.sort(unseen)
-    raise ValueError(f"n_unseen: no split with {n_unseen} unseen classes whose factors are all seen was found in "
-                     f"{max_tries} tries")
+    raise ValueError(
+        f"n_unseen: no split with {n_unseen} unseen classes whose factors are all seen was found in {max_tries} tries"
+    )
 
 
 def attribute_zsl(
@@ -103,8 +108,12 @@ def attribute_zsl(
     a = _feats(attributes, "attributes")
     n_classes = len(a)
     seen_ids = _labels(seen, "seen")
-    if len(seen_ids) == 0 or len(np.unique(seen_ids)) != len(seen_ids) or seen_ids.min() < 0 \
-            or seen_ids.max() >= n_classes:
+    if (
+        len(seen_ids) == 0
+        or len(np.unique(seen_ids)) != len(seen_ids)
+        or seen_ids.min() < 0
+        or seen_ids.max() >= n_classes
+    ):
         raise ValueError(f"seen must be distinct class ids in [0, {n_classes}) (the rows of attributes)")
     if len(x_train) == 0 or len(x_test) == 0:
         raise ValueError("train_features and test_features must be non-empty")
@@ -148,9 +157,17 @@ def attribute_zsl(
     }
 
 
-def attribute_zsl_layers(model: torch.nn.Module, scale: str, n_train: int, n_test: int, last: int = 3,
-                         splits: int = 5, n_unseen: int = 25, grid: int = 1,
-                         max_iter: int = 200) -> dict[int, dict[str, float]]:
+def attribute_zsl_layers(
+    model: torch.nn.Module,
+    scale: str,
+    n_train: int,
+    n_test: int,
+    last: int = 3,
+    splits: int = 5,
+    n_unseen: int = 25,
+    grid: int = 1,
+    max_iter: int = 200,
+) -> dict[int, dict[str, float]]:
     """Attribute zero-shot learning per layer (ICMLM Supp C, Tab. 3; ``eval.attribute_zsl``) on the 100
     ``shapes_colours`` classes (the CUB / AWA2 stand-in, attributes ``eval.shapes_colours_attributes``): for each of
     the ``last`` deepest maps of an image-only model (``eval.encode_feature_maps``, ``grid`` x ``grid`` pooled, GAP by
@@ -170,7 +187,10 @@ def attribute_zsl_layers(model: torch.nn.Module, scale: str, n_train: int, n_tes
         for split in range(splits):
             seen, _ = zsl_split(factors, n_unseen, seed=split)
             rows = np.isin(train.labels, seen)
-            values.append(attribute_zsl(x_train[rows], train.labels[rows], x_test, test.labels, attributes, seen,
-                                        max_iter=max_iter))
+            values.append(
+                attribute_zsl(
+                    x_train[rows], train.labels[rows], x_test, test.labels, attributes, seen, max_iter=max_iter
+                )
+            )
         out[model.depth() - last + k + 1] = {key: float(np.nanmean([v[key] for v in values])) for key in values[0]}
     return out

@@ -54,8 +54,22 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
       cached first, untimed, as the first real run would otherwise do. 0 with ``evaluation=False``.
     """
     steps = check_positive_int("steps", steps)
-    key_fields = ("model", "image_size", "batch_size", "context_length", "method", "method_kwargs", "augmentation",
-                  "precision", "device", "world_knobs", "world_seed", "train_size", "episode_size", "lr")
+    key_fields = (
+        "model",
+        "image_size",
+        "batch_size",
+        "context_length",
+        "method",
+        "method_kwargs",
+        "augmentation",
+        "precision",
+        "device",
+        "world_knobs",
+        "world_seed",
+        "train_size",
+        "episode_size",
+        "lr",
+    )
     if evaluation:
         key_fields += ("scale", "eval_tasks", "task_train", "task_test", "retrieval_images")
     key = json.dumps([{k: config.get(k) for k in key_fields}, steps, evaluation], sort_keys=True, default=str)
@@ -66,15 +80,27 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
     n = steps * batch
     rendered = min(n, CALIBRATION_IMAGES)
     t0 = time.perf_counter()
-    world = generate(rendered, seed=config["world_seed"], image_size=config["image_size"], workers=1,
-                     progress=False, cache=False, **config["world_knobs"])
+    world = generate(
+        rendered,
+        seed=config["world_seed"],
+        image_size=config["image_size"],
+        workers=1,
+        progress=False,
+        cache=False,
+        **config["world_knobs"],
+    )
     rates = {"world_images_per_s": rendered / (time.perf_counter() - t0) * max(1, min(2, os.cpu_count() or 1))}
     tokenizer = make_tokenizer(config)
     pairs = from_world(world, tokenizer)
     tile = np.arange(n) % rendered  # the images repeat: a step's time does not depend on what they show
     data = PairedData(pairs.images[tile], [pairs.captions[i] for i in tile], pairs.tokens[torch.as_tensor(tile)])
-    model = create_model(config["model"], tokenizer.vocab_size, tokenizer.context_length,
-                         image_size=config["image_size"], seed=config["seed"])
+    model = create_model(
+        config["model"],
+        tokenizer.vocab_size,
+        tokenizer.context_length,
+        image_size=config["image_size"],
+        seed=config["seed"],
+    )
     kwargs = dict(config["method_kwargs"])
     teacher = check_teacher(kwargs.pop("external_teacher", "none"))
     proto = config["method"] == "protoclip"
@@ -88,9 +114,17 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
     method = create_method(config["method"], **kwargs)
 
     def train_cfg(epochs: float, episode: int | None) -> TrainConfig:
-        return TrainConfig(epochs=epochs, batch_size=batch, episode_size=episode, lr=config["lr"], warmup_steps=1,
-                           augmentation=config["augmentation"], precision=config["precision"],
-                           device=config["device"], progress=False)
+        return TrainConfig(
+            epochs=epochs,
+            batch_size=batch,
+            episode_size=episode,
+            lr=config["lr"],
+            warmup_steps=1,
+            augmentation=config["augmentation"],
+            precision=config["precision"],
+            device=config["device"],
+            progress=False,
+        )
 
     train(model, method, data, train_cfg(batch / n, batch))  # warm-up: one step, allocations and kernels
     timed = train(model, method, data, train_cfg(1.0, None))  # one episode of ``steps`` steps
@@ -143,8 +177,9 @@ def run_seconds(config: dict[str, Any], rates: dict[str, float]) -> float:
     k = kw.get("k") or max(1, e // kw.get("images_per_prototype", 10))
     dims = 2 * int(kw.get("head_dim", 64)) + (PCA_DIM if kw.get("external_teacher", "none") != "none" else 0)
     products = float(e) * k * dims
-    per_episode = (e / rates["extract"] + products * int(kw.get("kmeans_iters", 20)) / rates["kmeans_products_per_s"]
-                   + products / rates["kmeans_seeding_products_per_s"])
+    per_episode = (
+        e / rates["extract"]
+        + products * int(kw.get("kmeans_iters", 20)) / rates["kmeans_products_per_s"]
+        + products / rates["kmeans_seeding_products_per_s"]
+    )
     return seconds + clustering * per_episode
-
-

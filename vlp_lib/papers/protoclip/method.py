@@ -41,7 +41,9 @@ from vlp_lib.papers.protoclip.teachers import check_teacher, teacher_features
 
 def projection_head(in_dim: int, hidden: int, out: int) -> nn.Sequential:
     """SwAV's 2-layer MLP (ProtoCLIP IV-A-1): Linear -> BatchNorm -> ReLU -> Linear."""
-    return nn.Sequential(nn.Linear(in_dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out))
+    return nn.Sequential(
+        nn.Linear(in_dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out)
+    )
 
 
 class ProtoCLIP(Method):
@@ -102,9 +104,21 @@ class ProtoCLIP(Method):
         self.extract_batch_size = extract_batch_size
         self.state: dict[str, torch.Tensor] | None = None  # this episode's prototypes and assignments
 
-    ARGUMENTS = ("head_hidden", "head_dim", "k", "images_per_prototype", "target_temperature", "use_pbt",
-                 "clip_weight", "proto_weight", "external_teacher", "warmup_episodes", "kmeans_iters", "kmeans_init",
-                 "extract_batch_size")
+    ARGUMENTS = (
+        "head_hidden",
+        "head_dim",
+        "k",
+        "images_per_prototype",
+        "target_temperature",
+        "use_pbt",
+        "clip_weight",
+        "proto_weight",
+        "external_teacher",
+        "warmup_episodes",
+        "kmeans_iters",
+        "kmeans_init",
+        "extract_batch_size",
+    )
 
     @classmethod
     def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
@@ -114,8 +128,9 @@ class ProtoCLIP(Method):
         teacher = check_teacher(kwargs.pop("external_teacher", "none"))
         kwargs["embed_dim"] = int(context.model.text_projection.shape[1])
         if teacher != "none":
-            kwargs["external_features"] = teacher_features(teacher, context.config, context.data.captions,
-                                                           context.trained)
+            kwargs["external_features"] = teacher_features(
+                teacher, context.config, context.data.captions, context.trained
+            )
         return kwargs
 
     @classmethod
@@ -135,8 +150,10 @@ class ProtoCLIP(Method):
             if k > episode_size:
                 raise ValueError(f"k ({k}) is larger than the episode ({episode_size} pairs)")
         elif episode_size // kwargs.get("images_per_prototype", 10) < 1:
-            raise ValueError(f"images_per_prototype ({kwargs.get('images_per_prototype')}) leaves no prototype "
-                             f"in an episode of {episode_size} pairs")
+            raise ValueError(
+                f"images_per_prototype ({kwargs.get('images_per_prototype')}) leaves no prototype "
+                f"in an episode of {episode_size} pairs"
+            )
         if kwargs.get("kmeans_init", "kmeans++") not in ("kmeans++", "random"):
             raise ValueError(f"kmeans_init must be 'kmeans++' or 'random', got {kwargs['kmeans_init']!r}")
         if int(kwargs.get("kmeans_iters", 20)) < 0:
@@ -214,17 +231,25 @@ class ProtoCLIP(Method):
         y_i_t, y_t_t = torch.as_tensor(y_i, device=dev), torch.as_tensor(y_t, device=dev)
         state = {
             # image student, text teacher: targets from C^T (Eq. 5), classifier C^T or its PBT (Eq. 7)
-            "teacher_t": torch.as_tensor(c_t, device=dev), "labels_t": y_t_t,
+            "teacher_t": torch.as_tensor(c_t, device=dev),
+            "labels_t": y_t_t,
             "classifier_i": pbt(h_i, y_t_t, k) if self.use_pbt else torch.as_tensor(c_t, device=dev),
             # text student, image teacher
-            "teacher_i": torch.as_tensor(c_i, device=dev), "labels_i": y_i_t,
+            "teacher_i": torch.as_tensor(c_i, device=dev),
+            "labels_i": y_i_t,
             "classifier_t": pbt(h_t, y_i_t, k) if self.use_pbt else torch.as_tensor(c_i, device=dev),
         }
         if ext is not None:
             # the external space has another dimension: PBT is the only way to use it (III-C-2)
             y_e = torch.as_tensor(ext[1], device=dev)
-            state.update({"teacher_e": torch.as_tensor(ext[0], device=dev), "labels_e": y_e,
-                          "classifier_e_i": pbt(h_i, y_e, k), "classifier_e_t": pbt(h_t, y_e, k)})
+            state.update(
+                {
+                    "teacher_e": torch.as_tensor(ext[0], device=dev),
+                    "labels_e": y_e,
+                    "classifier_e_i": pbt(h_i, y_e, k),
+                    "classifier_e_t": pbt(h_t, y_e, k),
+                }
+            )
         self.state = state
         t3 = time.perf_counter()
         episode.timings.update({"feature_extraction": t1 - t0, "kmeans": t2 - t1, "pbt": t3 - t2})
@@ -247,14 +272,18 @@ class ProtoCLIP(Method):
             y_t = soft_targets(s["teacher_t"], s["labels_t"][pos], tau)
             y_i = soft_targets(s["teacher_i"], s["labels_i"][pos], tau)
             # Eq. 4: image-to-text and text-to-image terms, averaged
-            l_proto = (proto_loss(h_i, s["classifier_i"], y_t, scale) + proto_loss(h_t, s["classifier_t"], y_i, scale)) / 2
+            l_proto = (
+                proto_loss(h_i, s["classifier_i"], y_t, scale) + proto_loss(h_t, s["classifier_t"], y_i, scale)
+            ) / 2
             total = total + self.proto_weight * l_proto
             logs["loss_proto"] = l_proto.item()
             if "teacher_e" in s:
                 # one-hot targets, as the official code (teacher_temperature=-1 for the external term)
                 y_e = soft_targets(s["teacher_e"], s["labels_e"][pos], 0.0)
                 # Eq. 8: both student spaces learn from the external teacher's prototypes
-                l_ext = (proto_loss(h_i, s["classifier_e_i"], y_e, scale) + proto_loss(h_t, s["classifier_e_t"], y_e, scale)) / 2
+                l_ext = (
+                    proto_loss(h_i, s["classifier_e_i"], y_e, scale) + proto_loss(h_t, s["classifier_e_t"], y_e, scale)
+                ) / 2
                 total = total + self.proto_weight * l_ext
                 logs["loss_external"] = l_ext.item()
         logs["logit_scale"] = model.logit_scale.exp().item()

@@ -10,7 +10,8 @@ from 1024 to 64 dimensions by PCA, IV-A-3).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +30,11 @@ def check_teacher(name: str) -> str:
     return name
 
 
-def clip_text_features(model: Any, tokenizer: Any, texts: Sequence[str], dim: int = PCA_DIM,
-                       cache_key: str | None = None) -> np.ndarray:
+def clip_text_features(
+    model: Any, tokenizer: Any, texts: Sequence[str], dim: int = PCA_DIM, cache_key: str | None = None
+) -> np.ndarray:
     """A trained CLIP's text features of ``texts``, reduced by PCA (cached when ``cache_key`` is given)."""
+
     def compute() -> np.ndarray:
         return pca_reduce(encode_texts(model, tokenizer, list(texts), normalize=True).numpy(), dim)
 
@@ -40,16 +43,15 @@ def clip_text_features(model: Any, tokenizer: Any, texts: Sequence[str], dim: in
     return cached_array(cache_dir() / "teachers" / f"clip-{dim}-{cache_key}-{content_key(list(texts))}.npy", compute)
 
 
-
-
 def clip_teacher_config(config: dict[str, Any]) -> dict[str, Any]:
     """The run whose text encoder is the "clip" teacher of the ProtoCLIP run ``config``: the CLIP baseline trained
     with the same scale, data and seed (Fig. 6 (d))."""
     return {**config, "method": "clip", "method_kwargs": {}, "episode_size": None, "image_lock_fraction": 0.0}
 
 
-def teacher_features(name: str, config: dict[str, Any], captions: Sequence[str],
-                     trained: Callable[[dict[str, Any]], tuple[Any, Any]]) -> np.ndarray | None:
+def teacher_features(
+    name: str, config: dict[str, Any], captions: Sequence[str], trained: Callable[[dict[str, Any]], tuple[Any, Any]]
+) -> np.ndarray | None:
     """An external teacher's (PCA-reduced) features of every training caption: ``"minilm"`` (the packaged
     sentence encoder), ``"clip"`` (the text encoder of ``clip_teacher_config(config)``, trained first if it is not
     stored: ``trained`` is ``MethodContext.trained``) or ``"none"`` (``None``)."""

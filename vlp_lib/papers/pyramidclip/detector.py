@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,6 +64,7 @@ _MEAN, _STD = 0.5, 0.25  # fixed input normalisation of crops in [0, 1]
 
 # --- validation -----------------------------------------------------------------------------------------------
 
+
 def _check_int(name: str, value: Any, low: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -70,8 +72,13 @@ def _check_int(name: str, value: Any, low: int = 1) -> int:
 
 
 def _check_float(name: str, value: Any, low: float, high: float, high_open: bool = False) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating)) \
-        and np.isfinite(value) and low <= float(value) and (float(value) < high if high_open else float(value) <= high)
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float, np.integer, np.floating))
+        and np.isfinite(value)
+        and low <= float(value)
+        and (float(value) < high if high_open else float(value) <= high)
+    )
     if not ok:
         raise ValueError(f"{name} must be a number in [{low}, {high}{')' if high_open else ']'}, got {value!r}")
     return float(value)
@@ -79,11 +86,15 @@ def _check_float(name: str, value: Any, low: float, high: float, high_open: bool
 
 def _check_images_boxes(images: Any, boxes: Any) -> tuple[np.ndarray, list[np.ndarray]]:
     if not isinstance(images, np.ndarray) or images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
-        raise ValueError(f"images must be a uint8 array [N, H, W, 3], got "
-                         f"{getattr(images, 'dtype', type(images).__name__)} {getattr(images, 'shape', '')}")
+        raise ValueError(
+            f"images must be a uint8 array [N, H, W, 3], got "
+            f"{getattr(images, 'dtype', type(images).__name__)} {getattr(images, 'shape', '')}"
+        )
     if boxes is None or isinstance(boxes, (str, bytes)) or len(boxes) != len(images):
-        raise ValueError(f"boxes must be a sequence of {len(images)} arrays [m_i, 4] (one per image), "
-                         f"got {None if boxes is None else len(boxes)}")
+        raise ValueError(
+            f"boxes must be a sequence of {len(images)} arrays [m_i, 4] (one per image), "
+            f"got {None if boxes is None else len(boxes)}"
+        )
     out = []
     for i, b in enumerate(boxes):
         b = np.asarray(b, np.float32)
@@ -95,6 +106,7 @@ def _check_images_boxes(images: Any, boxes: Any) -> tuple[np.ndarray, list[np.nd
 
 # --- crops and the crop CNN -------------------------------------------------------------------------------------
 
+
 def square_boxes(boxes: np.ndarray, margin: float = CROP_MARGIN) -> np.ndarray:
     """The square around each box ``[k, 4]``, side ``max(w, h) * (1 + 2 * margin)``, same centre."""
     boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
@@ -103,8 +115,13 @@ def square_boxes(boxes: np.ndarray, margin: float = CROP_MARGIN) -> np.ndarray:
     return np.stack([cx - half, cy - half, cx + half, cy + half], 1)
 
 
-def crop_rois(images: np.ndarray, boxes: Sequence[np.ndarray], size: int = CROP_SIZE, margin: float = CROP_MARGIN,
-              chunk: int = 2048) -> torch.Tensor:
+def crop_rois(
+    images: np.ndarray,
+    boxes: Sequence[np.ndarray],
+    size: int = CROP_SIZE,
+    margin: float = CROP_MARGIN,
+    chunk: int = 2048,
+) -> torch.Tensor:
     """The square crop of every box, RoIAlign-pooled to ``size x size``: float32 ``[K, 3, size, size]`` in
     [0, 1], image by image and box by box (``K = sum(len(b) for b in boxes)``). Outside the image is black."""
     images, boxes = _check_images_boxes(images, boxes)
@@ -119,8 +136,9 @@ def crop_rois(images: np.ndarray, boxes: Sequence[np.ndarray], size: int = CROP_
         x = torch.from_numpy(np.array(images[start:stop])).permute(0, 3, 1, 2).float().div_(255)
         owner = np.repeat(np.arange(stop - start), counts).astype(np.float32)
         rois = np.concatenate([owner[:, None], square_boxes(np.concatenate(boxes[start:stop]), margin)], 1)
-        out.append(roi_align(x, torch.from_numpy(rois), output_size=size, spatial_scale=1.0, sampling_ratio=2,
-                             aligned=True))
+        out.append(
+            roi_align(x, torch.from_numpy(rois), output_size=size, spatial_scale=1.0, sampling_ratio=2, aligned=True)
+        )
     return torch.cat(out) if out else torch.zeros(0, 3, size, size)
 
 
@@ -128,16 +146,25 @@ class CropNet(nn.Module):
     """A small CNN over 16 x 16 object crops: three 3x3 conv stages (16 -> 8 -> 4), a 64-d feature (the
     penultimate layer, PyramidCLIP's ``o'_m``, §3.3), and linear heads for shape and colour."""
 
-    def __init__(self, n_shapes: int = len(vocab.SHAPES), n_colours: int = len(vocab.COLOURS), width: int = 16,
-                 feature_dim: int = FEATURE_DIM, crop_size: int = CROP_SIZE):
+    def __init__(
+        self,
+        n_shapes: int = len(vocab.SHAPES),
+        n_colours: int = len(vocab.COLOURS),
+        width: int = 16,
+        feature_dim: int = FEATURE_DIM,
+        crop_size: int = CROP_SIZE,
+    ):
         super().__init__()
 
         def conv(cin: int, cout: int) -> list[nn.Module]:
             return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
 
         self.body = nn.Sequential(
-            *conv(3, width), nn.MaxPool2d(2),
-            *conv(width, 2 * width), *conv(2 * width, 2 * width), nn.MaxPool2d(2),
+            *conv(3, width),
+            nn.MaxPool2d(2),
+            *conv(width, 2 * width),
+            *conv(2 * width, 2 * width),
+            nn.MaxPool2d(2),
             nn.Flatten(),
         )
         self.embed = nn.Sequential(nn.Linear(2 * width * (crop_size // 4) ** 2, feature_dim), nn.ReLU(inplace=True))
@@ -164,15 +191,20 @@ def _crop_set(n_images: int, seed: int, image_size: int) -> tuple[torch.Tensor, 
 @torch.no_grad()
 def _embed(net: CropNet, crops: torch.Tensor, batch: int = 4096) -> torch.Tensor:
     net.eval()
-    return torch.cat([net.features(crops[i:i + batch]) for i in range(0, len(crops), batch)]) \
-        if len(crops) else torch.zeros(0, net.shape_head.in_features)
+    return (
+        torch.cat([net.features(crops[i : i + batch]) for i in range(0, len(crops), batch)])
+        if len(crops)
+        else torch.zeros(0, net.shape_head.in_features)
+    )
 
 
 @torch.no_grad()
 def _head_accuracy(net: CropNet, crops: torch.Tensor, shapes: np.ndarray, colours: np.ndarray) -> tuple[float, float]:
     h = _embed(net, crops)
-    return (float((net.shape_head(h).argmax(1).numpy() == shapes).mean()),
-            float((net.colour_head(h).argmax(1).numpy() == colours).mean()))
+    return (
+        float((net.shape_head(h).argmax(1).numpy() == shapes).mean()),
+        float((net.colour_head(h).argmax(1).numpy() == colours).mean()),
+    )
 
 
 def _probe_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray) -> float:
@@ -184,8 +216,16 @@ def _probe_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray
     return float(clf.score((test_x - mu) / sd, test_y))
 
 
-def _train(net: CropNet, crops: torch.Tensor, shapes: np.ndarray, colours: np.ndarray, epochs: int,
-           batch_size: int, lr: float, seed: int) -> list[float]:
+def _train(
+    net: CropNet,
+    crops: torch.Tensor,
+    shapes: np.ndarray,
+    colours: np.ndarray,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+) -> list[float]:
     """Adam on the sum of the two heads' cross-entropies, cosine learning rate; returns each epoch's mean loss."""
     gen = torch.Generator().manual_seed(seed)
     ys, yc = torch.from_numpy(shapes), torch.from_numpy(colours)
@@ -197,7 +237,7 @@ def _train(net: CropNet, crops: torch.Tensor, shapes: np.ndarray, colours: np.nd
     for _ in range(epochs):
         order, total = torch.randperm(len(crops), generator=gen), 0.0
         for i in range(0, len(crops), batch_size):
-            idx = order[i:i + batch_size]
+            idx = order[i : i + batch_size]
             s_logits, c_logits = net(crops[idx])
             loss = F.cross_entropy(s_logits, ys[idx]) + F.cross_entropy(c_logits, yc[idx])
             opt.zero_grad(set_to_none=True)
@@ -211,6 +251,7 @@ def _train(net: CropNet, crops: torch.Tensor, shapes: np.ndarray, colours: np.nd
 
 
 # --- the detector -----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Detector:
@@ -230,23 +271,34 @@ class Detector:
         """Held-out crop accuracy: the heads' (``shape``, ``colour``; None for the untrained control) and a
         linear probe's on the 64-d feature (``probe_shape``, ``probe_colour``), with the chance levels."""
         i = self.info
-        return dict(shape=i["shape_accuracy"], colour=i["colour_accuracy"], probe_shape=i["probe_shape_accuracy"],
-                    probe_colour=i["probe_colour_accuracy"], chance_shape=i["chance_shape"],
-                    chance_colour=i["chance_colour"])
+        return dict(
+            shape=i["shape_accuracy"],
+            colour=i["colour_accuracy"],
+            probe_shape=i["probe_shape_accuracy"],
+            probe_colour=i["probe_colour_accuracy"],
+            chance_shape=i["chance_shape"],
+            chance_colour=i["chance_colour"],
+        )
 
     def describe(self) -> str:
         """One sentence for the book: what the stand-in is and how good it is."""
         i, a = self.info, self.accuracy
-        probe = (f"a linear probe on its 64-d feature reaches {a['probe_shape']:.1%} / {a['probe_colour']:.1%}"
-                 if a["probe_shape"] is not None else "")
+        probe = (
+            f"a linear probe on its 64-d feature reaches {a['probe_shape']:.1%} / {a['probe_colour']:.1%}"
+            if a["probe_shape"] is not None
+            else ""
+        )
         if self.trained:
-            return (f"World detector: a {sum(p.numel() for p in self.net.parameters()):,}-parameter CNN trained "
-                    f"for {self.config['epochs']} epochs on {i['n_train_crops']:,} 16x16 object crops of its own world "
-                    f"(seed {self.config['world_seed']}) in {i['train_seconds']:.1f} s; on {i['n_test_crops']:,} "
-                    f"held-out crops it names the shape {a['shape']:.1%} and the colour {a['colour']:.1%} of the time "
-                    f"(chance {a['chance_shape']:.1%} / {a['chance_colour']:.1%})" + (f"; {probe}." if probe else "."))
-        return (f"Control detector: the same CNN, random-initialised (seed {self.config['seed']}) and untrained"
-                + (f"; {probe} (chance {a['chance_shape']:.1%} / {a['chance_colour']:.1%})." if probe else "."))
+            return (
+                f"World detector: a {sum(p.numel() for p in self.net.parameters()):,}-parameter CNN trained "
+                f"for {self.config['epochs']} epochs on {i['n_train_crops']:,} 16x16 object crops of its own world "
+                f"(seed {self.config['world_seed']}) in {i['train_seconds']:.1f} s; on {i['n_test_crops']:,} "
+                f"held-out crops it names the shape {a['shape']:.1%} and the colour {a['colour']:.1%} of the time "
+                f"(chance {a['chance_shape']:.1%} / {a['chance_colour']:.1%})" + (f"; {probe}." if probe else ".")
+            )
+        return f"Control detector: the same CNN, random-initialised (seed {self.config['seed']}) and untrained" + (
+            f"; {probe} (chance {a['chance_shape']:.1%} / {a['chance_colour']:.1%})." if probe else "."
+        )
 
     @torch.no_grad()
     def embed(self, crops: torch.Tensor) -> torch.Tensor:
@@ -254,9 +306,20 @@ class Detector:
         return _embed(self.net, crops)
 
 
-def detector_config(trained: bool = True, *, seed: int = 0, train_images: int = 12_000, test_images: int = 2_000,
-                    epochs: int = 3, batch_size: int = 256, lr: float = 3e-3, width: int = 16,
-                    probe: bool = True, world_seed: int = DETECTOR_WORLD_SEED, image_size: int = 32) -> dict[str, Any]:
+def detector_config(
+    trained: bool = True,
+    *,
+    seed: int = 0,
+    train_images: int = 12_000,
+    test_images: int = 2_000,
+    epochs: int = 3,
+    batch_size: int = 256,
+    lr: float = 3e-3,
+    width: int = 16,
+    probe: bool = True,
+    world_seed: int = DETECTOR_WORLD_SEED,
+    image_size: int = 32,
+) -> dict[str, Any]:
     """The validated config of a detector (``load_detector``'s arguments); ``ValueError`` naming a bad one."""
     if not isinstance(trained, (bool, np.bool_)):
         raise ValueError(f"trained must be a bool, got {trained!r}")
@@ -264,19 +327,31 @@ def detector_config(trained: bool = True, *, seed: int = 0, train_images: int = 
         raise ValueError(f"probe must be a bool, got {probe!r}")
     world_seed = _check_int("world_seed", world_seed, 0)
     if world_seed + 1 >= TASK_SEED_BASE:
-        raise ValueError(f"world_seed must be below TASK_SEED_BASE - 1 = {TASK_SEED_BASE - 1} (the detector never "
-                         f"sees a task image), got {world_seed}")
+        raise ValueError(
+            f"world_seed must be below TASK_SEED_BASE - 1 = {TASK_SEED_BASE - 1} (the detector never "
+            f"sees a task image), got {world_seed}"
+        )
     config = dict(
-        trained=bool(trained), seed=_check_int("seed", seed, 0), width=_check_int("width", width),
-        feature_dim=FEATURE_DIM, crop_size=CROP_SIZE, crop_margin=CROP_MARGIN,
-        n_shapes=len(vocab.SHAPES), n_colours=len(vocab.COLOURS),
-        world_seed=world_seed, image_size=_check_int("image_size", image_size, 8),
-        train_images=_check_int("train_images", train_images), test_images=_check_int("test_images", test_images),
+        trained=bool(trained),
+        seed=_check_int("seed", seed, 0),
+        width=_check_int("width", width),
+        feature_dim=FEATURE_DIM,
+        crop_size=CROP_SIZE,
+        crop_margin=CROP_MARGIN,
+        n_shapes=len(vocab.SHAPES),
+        n_colours=len(vocab.COLOURS),
+        world_seed=world_seed,
+        image_size=_check_int("image_size", image_size, 8),
+        train_images=_check_int("train_images", train_images),
+        test_images=_check_int("test_images", test_images),
         probe=bool(probe),
     )
     if trained:
-        config.update(epochs=_check_int("epochs", epochs), batch_size=_check_int("batch_size", batch_size),
-                      lr=_check_float("lr", lr, 0.0, 1.0))
+        config.update(
+            epochs=_check_int("epochs", epochs),
+            batch_size=_check_int("batch_size", batch_size),
+            lr=_check_float("lr", lr, 0.0, 1.0),
+        )
         if config["lr"] == 0.0:
             raise ValueError("lr must be > 0")
     return config
@@ -301,14 +376,23 @@ def load_detector(trained: bool = True, *, verbose: bool = True, **kwargs: Any) 
 
     def architecture() -> CropNet:
         torch.manual_seed(config["seed"])
-        return CropNet(config["n_shapes"], config["n_colours"], config["width"], config["feature_dim"],
-                       config["crop_size"])
+        return CropNet(
+            config["n_shapes"], config["n_colours"], config["width"], config["feature_dim"], config["crop_size"]
+        )
 
     def train(net: CropNet) -> dict[str, Any]:
-        info: dict[str, Any] = dict(n_train_crops=0, n_test_crops=0, chance_shape=1 / config["n_shapes"],
-                                    chance_colour=1 / config["n_colours"], shape_accuracy=None, colour_accuracy=None,
-                                    probe_shape_accuracy=None, probe_colour_accuracy=None, train_seconds=0.0,
-                                    losses=[])
+        info: dict[str, Any] = dict(
+            n_train_crops=0,
+            n_test_crops=0,
+            chance_shape=1 / config["n_shapes"],
+            chance_colour=1 / config["n_colours"],
+            shape_accuracy=None,
+            colour_accuracy=None,
+            probe_shape_accuracy=None,
+            probe_colour_accuracy=None,
+            train_seconds=0.0,
+            losses=[],
+        )
         if not (config["trained"] or config["probe"]):  # the bare random control needs no data
             return info
         train_set = _crop_set(config["train_images"], config["world_seed"], config["image_size"])
@@ -316,8 +400,9 @@ def load_detector(trained: bool = True, *, verbose: bool = True, **kwargs: Any) 
         info.update(n_train_crops=len(train_set[0]), n_test_crops=len(test_set[0]))
         if config["trained"]:
             start = time.perf_counter()
-            info["losses"] = _train(net, *train_set, config["epochs"], config["batch_size"], config["lr"],
-                                    config["seed"])
+            info["losses"] = _train(
+                net, *train_set, config["epochs"], config["batch_size"], config["lr"], config["seed"]
+            )
             info["train_seconds"] = round(time.perf_counter() - start, 2)
             info["shape_accuracy"], info["colour_accuracy"] = _head_accuracy(net, *test_set)
         net.eval()
@@ -336,6 +421,7 @@ def load_detector(trained: bool = True, *, verbose: bool = True, **kwargs: Any) 
 
 
 # --- boxes ------------------------------------------------------------------------------------------------------
+
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Intersection of each box of ``a [k, 4]`` with each of ``b [l, 4]``, as a fraction of the smaller box's
@@ -361,21 +447,32 @@ def _false_positive(image: np.ndarray, true: np.ndarray, rng: np.random.Generato
     ok = worst <= MAX_OVERLAP
     if not ok.any():
         return cands[int(worst.argmin())]
-    score = [image[int(c[1]):int(np.ceil(c[3])), int(c[0]):int(np.ceil(c[2]))].std() if k else -1.0
-             for c, k in zip(cands, ok)]
+    score = [
+        image[int(c[1]) : int(np.ceil(c[3])), int(c[0]) : int(np.ceil(c[2]))].std() if k else -1.0
+        for c, k in zip(cands, ok)
+    ]
     return cands[int(np.argmax(score))]
 
 
 def _box_knobs(jitter: Any, miss_rate: Any, false_positive_rate: Any, seed: Any) -> dict[str, Any]:
     """``detect_boxes``'s noise knobs, validated (``ValueError`` naming a bad one)."""
-    return dict(jitter=_check_float("jitter", jitter, 0.0, 1.0),
-                miss_rate=_check_float("miss_rate", miss_rate, 0.0, 1.0, high_open=True),
-                false_positive_rate=_check_float("false_positive_rate", false_positive_rate, 0.0, 1.0),
-                seed=_check_int("seed", seed, 0))
+    return dict(
+        jitter=_check_float("jitter", jitter, 0.0, 1.0),
+        miss_rate=_check_float("miss_rate", miss_rate, 0.0, 1.0, high_open=True),
+        false_positive_rate=_check_float("false_positive_rate", false_positive_rate, 0.0, 1.0),
+        seed=_check_int("seed", seed, 0),
+    )
 
 
-def detect_boxes(images: np.ndarray, boxes: Sequence[np.ndarray], *, jitter: float = 0.0, miss_rate: float = 0.0,
-                 false_positive_rate: float = 0.0, seed: int = 0) -> list[np.ndarray]:
+def detect_boxes(
+    images: np.ndarray,
+    boxes: Sequence[np.ndarray],
+    *,
+    jitter: float = 0.0,
+    miss_rate: float = 0.0,
+    false_positive_rate: float = 0.0,
+    seed: int = 0,
+) -> list[np.ndarray]:
     """The stand-in detector's boxes: the ground-truth ``boxes`` with noise (claims spec 1.3).
 
     Per image ``i``, with its own generator ``default_rng([seed, i])`` (so a world's prefix gets the same boxes):
@@ -425,20 +522,31 @@ def detect_boxes(images: np.ndarray, boxes: Sequence[np.ndarray], *, jitter: flo
 
 # --- ROI features -----------------------------------------------------------------------------------------------
 
+
 def _content_hash(images: np.ndarray, boxes: Sequence[np.ndarray]) -> str:
     """A hash of the pixels and boxes: the ROI features' cache key (a world of 10k 32 px images: ~50 ms)."""
     h = hashlib.blake2b(digest_size=16)
     h.update(repr(images.shape).encode())
     for start in range(0, len(images), 8192):
-        h.update(np.ascontiguousarray(images[start:start + 8192]).data)
+        h.update(np.ascontiguousarray(images[start : start + 8192]).data)
     h.update(np.asarray([len(b) for b in boxes], np.int64).tobytes())
     h.update(np.concatenate(boxes).astype(np.float32).tobytes() if len(boxes) else b"")
     return h.hexdigest()
 
 
-def roi_features(source: Any, detector: Detector, *, boxes: Sequence[np.ndarray] | None = None, max_rois: int = 3,
-                 jitter: float = 0.0, miss_rate: float = 0.0, false_positive_rate: float = 0.0, noise_seed: int = 0,
-                 cache: bool = True, verbose: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def roi_features(
+    source: Any,
+    detector: Detector,
+    *,
+    boxes: Sequence[np.ndarray] | None = None,
+    max_rois: int = 3,
+    jitter: float = 0.0,
+    miss_rate: float = 0.0,
+    false_positive_rate: float = 0.0,
+    noise_seed: int = 0,
+    cache: bool = True,
+    verbose: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     """PyramidCLIP's ROI sequence ``R`` (§3.3) for every image: ``[o'_m ; z_m]`` per detected object.
 
     Args:

@@ -37,9 +37,13 @@ from vlp_lib.methods.base import Batch, Method, MethodContext
 from vlp_lib.papers.pyramidclip.summaries import summarize_all
 
 # (image input, text input) of each term (§3.4); "clip" is Table 6's L_CLIP row
-TERMS: dict[str, tuple[str, str]] = {"gs": ("global", "summary"), "lt": ("local", "caption"),
-                                     "rs": ("rois", "summary"), "rt": ("rois", "caption"),
-                                     "clip": ("global", "caption")}
+TERMS: dict[str, tuple[str, str]] = {
+    "gs": ("global", "summary"),
+    "lt": ("local", "caption"),
+    "rs": ("rois", "summary"),
+    "rt": ("rois", "caption"),
+    "clip": ("global", "caption"),
+}
 FULL_WEIGHTS = {"gs": 0.25, "lt": 0.25, "rs": 0.25, "rt": 0.25}  # Eq. 6 with lambda = mu = gamma = 0.25
 # T_S: the extractive stand-in for T5 (``data.summaries``), or the world's clean summaries (an upper-bound control)
 SUMMARIES = ("extractive", "oracle")
@@ -98,7 +102,7 @@ class RoiEncoder(nn.Module):
             self.ln = nn.LayerNorm(width)  # the official RN path adds its own ln_pre
         else:
             raise ValueError("PyramidCLIP's ROI branch needs an open_clip ModifiedResNet or VisionTransformer")
-        self.proj_pre = nn.Parameter(torch.randn(roi_dim, width) * roi_dim ** -0.5)  # phi: no bias (official)
+        self.proj_pre = nn.Parameter(torch.randn(roi_dim, width) * roi_dim**-0.5)  # phi: no bias (official)
 
     def forward(self, visual: nn.Module, rois: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = rois.to(self.proj_pre.dtype) @ self.proj_pre  # [B, M, width]
@@ -110,18 +114,33 @@ class RoiEncoder(nn.Module):
         x = self.ln(torch.cat([mean, x], dim=1)).transpose(0, 1)  # [1 + M, B, width]
         pool = visual.attnpool
         out, _ = F.multi_head_attention_forward(
-            query=x[:1], key=x, value=x, embed_dim_to_check=x.shape[-1], num_heads=pool.num_heads,
-            q_proj_weight=pool.q_proj.weight, k_proj_weight=pool.k_proj.weight, v_proj_weight=pool.v_proj.weight,
-            in_proj_weight=None, in_proj_bias=torch.cat([pool.q_proj.bias, pool.k_proj.bias, pool.v_proj.bias]),
-            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0, out_proj_weight=pool.c_proj.weight,
-            out_proj_bias=pool.c_proj.bias, use_separate_proj_weight=True, training=self.training,
-            key_padding_mask=pad, need_weights=False)
+            query=x[:1],
+            key=x,
+            value=x,
+            embed_dim_to_check=x.shape[-1],
+            num_heads=pool.num_heads,
+            q_proj_weight=pool.q_proj.weight,
+            k_proj_weight=pool.k_proj.weight,
+            v_proj_weight=pool.v_proj.weight,
+            in_proj_weight=None,
+            in_proj_bias=torch.cat([pool.q_proj.bias, pool.k_proj.bias, pool.v_proj.bias]),
+            bias_k=None,
+            bias_v=None,
+            add_zero_attn=False,
+            dropout_p=0.0,
+            out_proj_weight=pool.c_proj.weight,
+            out_proj_bias=pool.c_proj.bias,
+            use_separate_proj_weight=True,
+            training=self.training,
+            key_padding_mask=pad,
+            need_weights=False,
+        )
         return out[0]
 
     def _vit(self, visual: nn.Module, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         cls = visual.class_embedding.to(x.dtype).expand(x.shape[0], 1, -1)
         x = visual.ln_pre(torch.cat([cls, x], dim=1))  # [B, 1 + M, width]; no positional embedding (§3.3)
-        blocks = visual.transformer.resblocks[self.first_block:]
+        blocks = visual.transformer.resblocks[self.first_block :]
         heads = blocks[0].attn.num_heads if len(blocks) else 1
         # float mask [B * heads, 1 + M, 1 + M]: padded keys get -inf for every query
         mask = torch.zeros(pad.shape, dtype=x.dtype, device=x.device).masked_fill(pad, float("-inf"))
@@ -146,8 +165,15 @@ class PyramidCLIP(Method):
     name = "pyramidclip"
     distributed = True  # every term's softened InfoNCE gathers the global batch (losses.soft.soft_info_nce)
 
-    def __init__(self, visual: nn.Module | None = None, weights: dict[str, float] | None = None, alpha: float = 0.2,
-                 literal: bool = True, roi_dim: int = 68, vit_ls: int | None = None):
+    def __init__(
+        self,
+        visual: nn.Module | None = None,
+        weights: dict[str, float] | None = None,
+        alpha: float = 0.2,
+        literal: bool = True,
+        roi_dim: int = 68,
+        vit_ls: int | None = None,
+    ):
         super().__init__()
         self.weights = check_weights(FULL_WEIGHTS if weights is None else weights)
         self.alpha = check_alpha(alpha)
@@ -155,8 +181,9 @@ class PyramidCLIP(Method):
         if uses_rois(self.weights) and visual is None:
             raise ValueError("visual: the relation terms (rs, rt) need the image tower to build the ROI branch")
         self.roi = RoiEncoder(visual, roi_dim, vit_ls) if uses_rois(self.weights) else None
-        self.required_extras = (("summary_tokens",) if uses_summaries(self.weights) else ()) + \
-            (("rois", "roi_mask") if self.roi is not None else ())
+        self.required_extras = (("summary_tokens",) if uses_summaries(self.weights) else ()) + (
+            ("rois", "roi_mask") if self.roi is not None else ()
+        )
         self.views = ("local",) if any(TERMS[t][0] == "local" for t in self.weights) else ()
 
     @classmethod
@@ -182,8 +209,11 @@ class PyramidCLIP(Method):
 
             if "boxes" not in data.extra:
                 raise ValueError("detector: the relation terms need each image's object boxes (the generated world)")
-            sizes = {} if detector_images is None else {"train_images": detector_images,
-                                                         "test_images": max(100, detector_images // 6)}
+            sizes = (
+                {}
+                if detector_images is None
+                else {"train_images": detector_images, "test_images": max(100, detector_images // 6)}
+            )
             found = load_detector(trained=detector == "trained", **sizes)
             rois, mask = roi_features(data.images, found, boxes=data.extra["boxes"])
             data.extra["rois"], data.extra["roi_mask"] = torch.from_numpy(rois), torch.from_numpy(mask)
@@ -204,7 +234,9 @@ class PyramidCLIP(Method):
             raise ValueError(f"detector must be one of {DETECTORS}, got {kwargs['detector']!r}")
         images = kwargs.get("detector_images")
         if images is not None and (isinstance(images, bool) or not isinstance(images, int) or images < 50):
-            raise ValueError(f"detector_images must be an integer >= 50 (the detector's training world), got {images!r}")
+            raise ValueError(
+                f"detector_images must be an integer >= 50 (the detector's training world), got {images!r}"
+            )
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         needed_images = {TERMS[t][0] for t in self.weights}

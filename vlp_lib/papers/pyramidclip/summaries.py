@@ -20,7 +20,7 @@ One way the rule is kinder than T5: it always removes junk phrases, which a real
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from vlp_lib.data import vocab
 from vlp_lib.data.world.captioning import _article
