@@ -3,7 +3,8 @@
 #   make test   create/update .venv, run the test suite (quick tier, then the notebooks at smoke scale)
 # Options: SCALE=smoke|laptop|paper (notebook scale for `make book`), PYTHON=python3.11,
 #   CHAPTERS="protoclip" (chapters or notebooks to execute, see vlp_lib/book/pages.py CHAPTERS; default: all; the
-#   other pages keep their last build, or show "not built yet"). `make test-quick`: the tests without notebooks.
+#   other pages keep their last build, or show "not built yet"). `make test-quick`: the checks and the tests without
+#   notebooks; `make lint`: ruff and mypy only.
 
 PYTHON ?= python3
 SCALE ?= laptop
@@ -15,7 +16,7 @@ EXECUTED := book/executed
 # jupyter-book/sphinx warnings are errors: a failing notebook or a broken reference fails the build
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: venv test test-quick notebooks book bench lab clean
+.PHONY: venv test test-quick lint notebooks book bench lab clean
 
 venv: $(STAMP)
 
@@ -26,12 +27,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (vlp-book)" >/dev/null
 	touch $(STAMP)
 
-test: $(STAMP)
+test: lint $(STAMP)
 	$(BIN)/python -m pytest -q --durations=10
 
-# the quick tier: everything but executing the notebooks (pytest marker `notebooks`)
-test-quick: $(STAMP)
+# the quick tier: the checks, then everything but executing the notebooks (pytest marker `notebooks`)
+test-quick: lint $(STAMP)
 	$(BIN)/python -m pytest -q --durations=10 -m "not notebooks"
+
+# ruff (lint + format) and mypy, configured in pyproject.toml: a few seconds
+lint: $(STAMP)
+	$(BIN)/ruff check vlp_lib tests benchmarks
+	$(BIN)/ruff format --check vlp_lib tests benchmarks
+	$(BIN)/mypy
 
 # papermill into $(EXECUTED)/, then each executed notebook is cleaned for the page (vlp_lib/book/build.py:
 # no progress bars or tqdm warnings, papermill's injected cell hidden); prints each notebook's time and the total

@@ -120,7 +120,9 @@ def _split_payload(payload: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], d
 
 def _write_payload(f: Any, payload: tuple[dict[str, np.ndarray], dict[str, Any]]) -> None:
     arrays, meta = payload
-    np.savez(f, **arrays, **{_META_KEY: np.array(json.dumps(meta))})
+    # typed Any: numpy's stub would match the arrays against savez's allow_pickle keyword (no key is _META_KEY)
+    stored: dict[str, Any] = {**arrays, _META_KEY: np.array(json.dumps(meta))}
+    np.savez(f, **stored)
 
 
 def _read_payload(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

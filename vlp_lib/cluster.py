@@ -159,7 +159,7 @@ def _kmeanspp_indices(x: np.ndarray, k: int, rng: np.random.Generator, n_local_t
         rows, dists, ptr = _gain_lists(x_aug, xsq, d2, props)
         q = 0
         for _ in range(steps):
-            candidates = []
+            candidates: list[int] = []
             while len(candidates) < n_local_trials and q < n_props:
                 if accept_u[q] * start_d2[q] < d2[props[q]]:
                     candidates.append(q)
@@ -245,6 +245,7 @@ def _faiss_kmeans(
     # labels from the final centroids (km.index holds them after training), as the authors' code does
     d2, labels = km.index.search(x, 1)
     inertia = float(d2.sum(dtype=np.float64))
+    assert km.centroids is not None and km.iteration_stats is not None  # both set by train
     return km.centroids.astype(np.float32), labels[:, 0].astype(np.int64), inertia, km.iteration_stats
 
 

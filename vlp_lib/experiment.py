@@ -283,6 +283,7 @@ def trained_state(record: dict) -> dict[str, Any]:
         )
         runs.discard(RUN_KIND, record["config"])
         state = load_checkpoint(run(record["config"], verbose=False)["checkpoint"])
+        assert state is not None, f"run {record['config_hash']}: the recomputed checkpoint cannot be read"
     return state
 
 

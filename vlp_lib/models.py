@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import open_clip
 import torch
@@ -106,11 +106,12 @@ def create_model(
 
 
 def model_image_size(model: torch.nn.Module) -> int:
-    size = model.visual.image_size
+    visual: Any = model.visual  # an open_clip tower: torch's Module typing cannot say it has image_size
+    size = visual.image_size
     return int(size[0] if isinstance(size, (tuple, list)) else size)
 
 
-def clamp_logit_scale_(scale: torch.nn.Parameter, max_value: float = MAX_LOGIT_SCALE) -> None:
+def clamp_logit_scale_(scale: torch.Tensor, max_value: float = MAX_LOGIT_SCALE) -> None:
     """Clamp a learnable log-temperature in place at log(100), as CLIP and ProtoCLIP (IV-A-2) do."""
     with torch.no_grad():
         scale.clamp_(0, max_value)
@@ -147,9 +148,9 @@ def text_embed_dim(model: torch.nn.Module) -> int:
         if isinstance(dim, int) and dim > 0:
             return dim
         raise ValueError(f"model: cannot read the text embedding width (no text_projection) of {type(model).__name__}")
-    proj = model.text_projection
+    proj: Any = model.text_projection  # None, a Linear or a [width, D] parameter
     if proj is None:
-        return int(model.transformer.width)
+        return int(cast(Any, model).transformer.width)
     if isinstance(proj, torch.nn.Linear):
         return int(proj.out_features)
     return int(proj.shape[-1])
@@ -223,7 +224,7 @@ class CompositeCLIP(torch.nn.Module):
                 f"build the image model with create_model(..., embed_dim={d_text})"
             )
         self.visual = visual  # registered first: eval's device and dtype helpers read the first parameter
-        self.text = TextTower(text_model) if isinstance(text_model, open_clip.CLIP) else text_model
+        self.text: Any = TextTower(text_model) if isinstance(text_model, open_clip.CLIP) else text_model
         self.text.requires_grad_(False)
         self.text.eval()
         self.register_buffer("logit_scale", torch.tensor(math.log(100.0)))  # DIME-FM: logits = 100 cos
@@ -250,7 +251,7 @@ class CompositeCLIP(torch.nn.Module):
         return {
             "image_features": self.encode_image(image, normalize=True) if image is not None else None,
             "text_features": self.encode_text(text, normalize=True) if text is not None else None,
-            "logit_scale": self.logit_scale.exp(),
+            "logit_scale": cast(torch.Tensor, self.logit_scale).exp(),
         }
 
 
@@ -284,7 +285,7 @@ class ImageOnly(torch.nn.Module):
                 f"clip must have an open_clip image tower with forward_intermediates (a ViT or a "
                 f"ModifiedResNet), got {type(visual).__name__}"
             )
-        self.visual = visual
+        self.visual: Any = visual  # an open_clip tower with forward_intermediates
 
     def feature_maps(self, image: torch.Tensor, last: int = 1) -> list[torch.Tensor]:
         """The maps ``[B, C, H, W]`` of the ``last`` deepest blocks (ViT) or stages (ResNet), shallowest first:

@@ -140,6 +140,7 @@ def code_fingerprint(paper: str | None = None) -> str:
         if path.is_relative_to(PACKAGE_DIR):
             name = path.relative_to(PACKAGE_DIR).as_posix()
         else:  # a paper found outside the package's folder
+            assert folder is not None  # the core's files are all in the package's folder
             name = f"{PAPERS_FOLDER}/{paper}/{path.relative_to(folder).as_posix()}"
         h.update(name.encode())
         h.update(path.read_bytes())

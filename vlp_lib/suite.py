@@ -138,11 +138,11 @@ def presence_map(
     f_train, f_test = encode_images(model, train.images), encode_images(model, test.images)
     if task_lib.MULTILABEL_TASKS[name]["probe"] == "svm":
         return multilabel_svm_probe(f_train, train.targets, f_test, test.targets, seed=seed)["map"]
-    f_train, f_test = f_train.numpy(), f_test.numpy()
-    scaler = StandardScaler().fit(f_train)
+    x_train, x_test = f_train.numpy(), f_test.numpy()
+    scaler = StandardScaler().fit(x_train)
     probe = OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=1000, random_state=seed))
-    probe.fit(scaler.transform(f_train), train.targets)
-    return multilabel_map(probe.decision_function(scaler.transform(f_test)), test.targets)
+    probe.fit(scaler.transform(x_train), train.targets)
+    return multilabel_map(probe.decision_function(scaler.transform(x_test)), test.targets)
 
 
 def relation_accuracy(model: torch.nn.Module, scale: str, n_train: int, n_test: int, seed: int = 0) -> float:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Sequence, TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar, cast
 
-from vlp_lib import experiment, runs
+from vlp_lib import experiment
 from vlp_lib.config import as_list, scale_defaults
 
 R = TypeVar("R", bound=Hashable)
@@ -26,8 +27,9 @@ def seeds_parameter(scale: str, seeds: Any, default: Sequence[int], name: str = 
     return seeds
 
 
-def run_rows(rows: Sequence[R], config: ConfigFn, scale: str, seeds: Sequence[int],
-             progress: bool = True) -> dict[R, list[dict]]:
+def run_rows(
+    rows: Sequence[R], config: ConfigFn, scale: str, seeds: Sequence[int], progress: bool = True
+) -> dict[R, list[dict]]:
     """Every row for every seed: ``{row: [record per seed]}``. Every config is built (and so validated) before
     anything is computed; stored runs are loaded, not retrained (``experiment.run``)."""
     configs = {row: [config(row, scale, s) for s in seeds] for row in rows}
@@ -38,4 +40,4 @@ def stored(row: Any, config: ConfigFn, scale: str, seeds: Sequence[int]) -> list
     """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale: another code
     fingerprint)."""
     records = [experiment.stored(config(row, scale, s)) for s in seeds]
-    return None if any(r is None for r in records) else records
+    return None if any(r is None for r in records) else cast(list[dict], records)

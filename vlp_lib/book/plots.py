@@ -14,17 +14,23 @@ import inspect
 import os
 import tempfile
 import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.rcsetup import cycler  # what mpl.cycler is (its stub does not re-export it)
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 # The one place the book's look is set: readable at notebook width and in the built HTML pages.
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "figure.dpi": 100,
     "savefig.dpi": 150,
     "savefig.bbox": "tight",
@@ -39,7 +45,7 @@ STYLE: dict[str, Any] = {
     "grid.linewidth": 0.6,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.prop_cycle": mpl.cycler(color=mpl.colormaps["tab10"].colors),
+    "axes.prop_cycle": cycler(color=cast(ListedColormap, mpl.colormaps["tab10"]).colors),
     "image.cmap": "viridis",
     "legend.frameon": False,
 }
@@ -133,8 +139,7 @@ def loss_curve(history: Sequence[dict[str, Any]] | pd.DataFrame, path: str | os.
     df = df.sort_values("step")
     extras = [k for k in ("logit_scale", "lr") if k in df.columns and df[k].notna().any()]
     fig = Figure(figsize=(6.4, 3.2 + 1.6 * len(extras)), layout="constrained")
-    axes = fig.subplots(1 + len(extras), 1, sharex=True, squeeze=False,
-                        height_ratios=[2] + [1] * len(extras))[:, 0]
+    axes = fig.subplots(1 + len(extras), 1, sharex=True, squeeze=False, height_ratios=[2] + [1] * len(extras))[:, 0]
     loss = df[["step", "loss"]].dropna()
     axes[0].plot(loss["step"], loss["loss"], color="C0", alpha=0.3, linewidth=0.8, label="loss")
     if len(loss) > 2:
@@ -285,8 +290,9 @@ def embedding_scatter(
     ax.grid(False)
     for c in np.unique(y):
         mask = y == c
-        ax.scatter(xy[mask, 0], xy[mask, 1], s=6, color=colors[int(c)], alpha=0.8, linewidths=0,
-                   label=classnames[int(c)])
+        ax.scatter(
+            xy[mask, 0], xy[mask, 1], s=6, color=colors[int(c)], alpha=0.8, linewidths=0, label=classnames[int(c)]
+        )
     if n_classes <= 30:
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2.5, ncols=1 + n_classes // 16)
     ax.set_xticks([])
@@ -369,17 +375,25 @@ def bar_with_error(
         slot = j * (2 if has_paper else 1)
         x = g - 0.4 + width * (slot + 0.5)
         std = row["std"] if "std" in table.columns and pd.notna(row["std"]) else None
-        ax.bar(x, row["mean"], width, color=colors[row["label"]], yerr=std, capsize=2,
-               error_kw={"elinewidth": 0.8})
+        ax.bar(x, row["mean"], width, color=colors[row["label"]], yerr=std, capsize=2, error_kw={"elinewidth": 0.8})
         if has_paper and pd.notna(row["paper"]):
-            ax.bar(x + width, row["paper"], width, facecolor="none", edgecolor=colors[row["label"]],
-                   hatch="///", linewidth=1.0)
+            ax.bar(
+                x + width,
+                row["paper"],
+                width,
+                facecolor="none",
+                edgecolor=colors[row["label"]],
+                hatch="///",
+                linewidth=1.0,
+            )
     ax.set_xticks(np.arange(len(groups)), labels=[str(g) for g in groups])
     ax.set_xlim(-0.6, len(groups) - 0.4)
     handles = [Patch(color=colors[lab], label=str(lab)) for lab in labels]
     if has_paper:
-        handles += [Patch(facecolor="grey", label="this book"),
-                    Patch(facecolor="none", edgecolor="grey", hatch="///", label="paper")]
+        handles += [
+            Patch(facecolor="grey", label="this book"),
+            Patch(facecolor="none", edgecolor="grey", hatch="///", label="paper"),
+        ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if ylabel:
         ax.set_ylabel(ylabel)
@@ -410,8 +424,13 @@ def recipe_curve(
         ax.plot(xs, [100 * y for y in ys], marker="o", color=f"C{i}", label=f"{name} (budgets)")
     for name, r in candidates.items():
         ax.scatter(r["train_seconds"], 100 * r[metric], color="k", s=14, zorder=3)
-        ax.annotate(f"{name}\n{r['samples_per_s']:.0f}/s", (r["train_seconds"], 100 * r[metric]), fontsize=7,
-                    xytext=(4, 2), textcoords="offset points")
+        ax.annotate(
+            f"{name}\n{r['samples_per_s']:.0f}/s",
+            (r["train_seconds"], 100 * r[metric]),
+            fontsize=7,
+            xytext=(4, 2),
+            textcoords="offset points",
+        )
     ax.set_xlabel("training seconds on this CPU")
     ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
     ax.set_title("Laptop recipe search: accuracy against training time")

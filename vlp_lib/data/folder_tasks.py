@@ -91,7 +91,8 @@ def _decoded(folder: str, n: int | None, stamp: float) -> tuple[np.ndarray, np.n
         listing = [listing[i] for i in keep]
     samples = [real.Sample(path, path, "-") for path, _ in listing]  # a class image has no caption
     images = np.zeros((len(samples), IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
-    kept, bad = [], {}
+    kept: list[int] = []
+    bad: dict[str, list[str]] = {}
     for i, image, _, reason in real.decoded(samples, IMAGE_SIZE, real.default_workers()):
         if reason:
             bad.setdefault(reason, []).append(samples[i].key)

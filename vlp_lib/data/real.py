@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -160,7 +160,8 @@ def _csv_source(path: Path) -> Source:
             )
     if frame.empty:
         raise ValueError(f"train_data: {str(path)!r} has no rows")
-    samples, bad = [], {}
+    samples: list[Sample] = []
+    bad: dict[str, list[str]] = {}
     for i, (image, caption) in enumerate(zip(frame[CSV_IMAGE_KEY], frame[CSV_CAPTION_KEY])):
         file = Path(image) if Path(image).is_absolute() else path.parent / image
         key = f"row {i + 2}: {image}"  # the file's line number (the header is line 1)
@@ -194,7 +195,8 @@ def shard_files(spec: str) -> list[Path]:
 
 def _shard_source(spec: str) -> Source:
     files = shard_files(spec)
-    samples, bad = [], {}
+    samples: list[Sample] = []
+    bad: dict[str, list[str]] = {}
     for shard in files:
         members, error = _tar_members(shard)
         if error is not None and not members:
@@ -256,7 +258,9 @@ def to_square(image: Image.Image, size: int) -> np.ndarray:
     """``image`` as uint8 RGB ``[size, size, 3]``: the shorter side resized to ``size`` (bicubic), centre crop."""
     image = image.convert("RGB")
     scale = size / min(image.size)
-    image = image.resize((max(size, round(image.width * scale)), max(size, round(image.height * scale))), Image.BICUBIC)
+    image = image.resize(
+        (max(size, round(image.width * scale)), max(size, round(image.height * scale))), Image.Resampling.BICUBIC
+    )
     left, top = (image.width - size) // 2, (image.height - size) // 2
     return np.asarray(image.crop((left, top, left + size, top + size)), dtype=np.uint8)
 
@@ -290,7 +294,10 @@ class _Decode(torch.utils.data.Dataset):
     def __getitem__(self, i: int) -> tuple[int, np.ndarray | None, str | None, str]:
         s = self.samples[i]
         try:
-            caption = s.caption if s.caption_span is None else _read_span(s.image, s.caption_span).decode("utf-8")
+            # a sample without a caption span carries its caption (CSV rows, folder images)
+            caption = (
+                cast(str, s.caption) if s.caption_span is None else _read_span(s.image, s.caption_span).decode("utf-8")
+            )
         except (OSError, UnicodeDecodeError):
             return i, None, None, "unreadable caption"
         if not caption.strip():
@@ -343,7 +350,7 @@ def _decode_all(source: Source, size: int, workers: int, progress: bool, out: Pa
         del kept, images
         staging.unlink()
     os.replace(tmp, out)
-    return [captions[i] for i in keep], bad
+    return [c for c in captions if c is not None], bad  # the captions of ``keep``, in order
 
 
 def default_workers() -> int:
@@ -401,7 +408,7 @@ def _n_truncated(tokenizer: Any, captions: Sequence[str], tokens: torch.Tensor) 
     if encode is None or context is None or not len(tokens):
         return 0
     full = np.flatnonzero((tokens[:, -1] != 0).numpy())
-    return sum(len(encode(captions[i])) > context - 2 for i in full)
+    return sum(len(encode(captions[i])) > context - 2 for i in full.tolist())
 
 
 def _read_meta(images_file: Path, meta_file: Path) -> dict | None:

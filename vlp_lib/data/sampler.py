@@ -22,6 +22,7 @@ import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast, overload
 
 import numpy as np
 
@@ -82,6 +83,10 @@ class Sampler:
         raise NotImplementedError
 
 
+@overload
+def _pool(name: str, pool: Sequence[int] | np.ndarray, n_data: int) -> np.ndarray: ...
+@overload
+def _pool(name: str, pool: Sequence[int] | np.ndarray | None, n_data: int) -> np.ndarray | None: ...
 def _pool(name: str, pool: Sequence[int] | np.ndarray | None, n_data: int) -> np.ndarray | None:
     """A validated pool of data indices (``None``: all the data)."""
     if pool is None:
@@ -175,7 +180,7 @@ class MixedSampler(Sampler):
     ) -> None:
         if not isinstance(pools, Mapping) or len(pools) < 2:
             raise ValueError(f"pools must map at least two source names to data indices, got {pools!r}")
-        ratios = [ratio] if np.ndim(ratio) == 0 else list(ratio)
+        ratios: list[float] = [cast(float, ratio)] if np.ndim(ratio) == 0 else list(cast(Sequence[float], ratio))
         if len(ratios) != len(pools) - 1:
             raise ValueError(f"ratio must give a share for each source but the last ({len(pools) - 1}), got {ratio!r}")
         for r in ratios:

@@ -413,7 +413,7 @@ def load_multilabel_task(name: str, split: str, n: int | None = None, scale: str
 # (PyramidCLIP's cross-level relation terms, Table 7's detection stand-in); no zero-shot (captions name relations
 # only sometimes).
 RELATION_SEEDS = dict(train=TASK_SEED_BASE + 97_000, test=TASK_SEED_BASE + 97_001)
-RELATION_KNOBS = dict(min_objects=2, max_objects=2)
+RELATION_KNOBS: dict[str, Any] = dict(min_objects=2, max_objects=2)
 
 
 def load_relation_task(split: str, n: int | None = None, scale: str = "laptop") -> Task:

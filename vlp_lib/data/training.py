@@ -46,7 +46,7 @@ def check_world_mix(mix: Any, train_size: int) -> list[dict[str, Any]]:
     every mix; ``build``). ``ValueError`` naming ``world_mix`` before any compute."""
     if not isinstance(mix, (list, tuple)):
         raise ValueError(f"world_mix must be a list of {{'n', 'seed', 'knobs'}} parts, got {type(mix).__name__}")
-    parts = []
+    parts: list[dict[str, Any]] = []
     for i, part in enumerate(mix):
         if not isinstance(part, dict) or set(part) - {"n", "seed", "knobs"} or not {"n", "seed"} <= set(part):
             raise ValueError(

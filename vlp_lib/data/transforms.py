@@ -7,6 +7,7 @@ fraction of a training step on a 2-core CPU instead of dominating it as per-imag
 from __future__ import annotations
 
 import math
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
@@ -19,7 +20,7 @@ STD = (0.25, 0.25, 0.25)
 
 def _mean_std(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``MEAN`` and ``STD`` as ``[1, 3, 1, 1]`` tensors on ``x``'s device and dtype."""
-    like = {"device": x.device, "dtype": x.dtype}
+    like: dict[str, Any] = {"device": x.device, "dtype": x.dtype}
     return torch.tensor(MEAN, **like).view(1, 3, 1, 1), torch.tensor(STD, **like).view(1, 3, 1, 1)
 
 
@@ -212,6 +213,18 @@ AUGMENTATIONS: dict[str, dict] = {
 }
 
 
+@overload
+def augment(
+    x: torch.Tensor, name: str, generator: torch.Generator | None = None, *, return_params: Literal[False] = False
+) -> torch.Tensor: ...
+@overload
+def augment(
+    x: torch.Tensor, name: str, generator: torch.Generator | None = None, *, return_params: Literal[True]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
+@overload
+def augment(
+    x: torch.Tensor, name: str, generator: torch.Generator | None = None, *, return_params: bool
+) -> torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
 def augment(
     x: torch.Tensor, name: str, generator: torch.Generator | None = None, *, return_params: bool = False
 ) -> torch.Tensor | tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -32,7 +33,8 @@ def encode_images(
     ``normalize``: linear probing uses them before normalisation (ProtoCLIP Sec. IV-C.2).
     """
     with _eval_mode(model), torch.no_grad():
-        out = [model.encode_image(x).float().cpu() for x in _model_batches(model, images, batch_size, device)]
+        clip: Any = model  # an open_clip-like model: torch's Module typing cannot say it has encode_image
+        out = [clip.encode_image(x).float().cpu() for x in _model_batches(model, images, batch_size, device)]
     if not out:
         raise ValueError("images is empty")
     feats = torch.cat(out)
@@ -70,7 +72,7 @@ def encode_feature_maps(
         raise ValueError(f"grid must be a positive integer, got {grid!r}")
     with _eval_mode(model), torch.no_grad():
         out = [
-            [F.adaptive_avg_pool2d(m.float(), grid).flatten(1).cpu() for m in model.feature_maps(x, last)]
+            [F.adaptive_avg_pool2d(m.float(), grid).flatten(1).cpu() for m in cast(Any, model).feature_maps(x, last)]
             for x in _model_batches(model, images, batch_size)
         ]
     if not out:
@@ -99,6 +101,6 @@ def encode_texts(
     with _eval_mode(model), torch.no_grad():
         for start in range(0, len(texts), batch_size):
             tokens = tokenizer(texts[start : start + batch_size])
-            out.append(model.encode_text(tokens.to(dev)).float().cpu())
+            out.append(cast(Any, model).encode_text(tokens.to(dev)).float().cpu())
     feats = torch.cat(out)
     return F.normalize(feats, dim=-1) if normalize else feats

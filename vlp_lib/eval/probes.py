@@ -196,8 +196,8 @@ def knn_predict(
     if len(xtr) == 0:
         raise ValueError("train_feats is empty")
     # votes are summed per class index, so arbitrary label values are mapped to 0..C-1 and back
-    classes, ytr_idx = np.unique(ytr, return_inverse=True)
-    ytr_idx = torch.as_tensor(ytr_idx.reshape(-1))
+    classes, inverse = np.unique(ytr, return_inverse=True)
+    ytr_idx = torch.as_tensor(inverse.reshape(-1))
     k = min(k, len(xtr))
     preds = []
     for start in range(0, len(xte), chunk_size):
@@ -321,6 +321,7 @@ def multilabel_svm_probe(
             ap = average_precision_score(y_val, svm.decision_function(xtr[val])) if y_val.any() else 0.0
             if best is None or ap > best[0]:
                 best = (ap, C, svm)
+        assert best is not None  # Cs is not empty (_check_probe)
         return best[1], best[2].decision_function(xte)
 
     with _probe_threads(), ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

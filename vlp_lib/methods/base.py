@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -105,7 +105,9 @@ class Batch:
             raise ValueError(f"side({name!r}): this batch carries no data to gather side data from")
         key = ("side", name, of)
         if key not in self._cache:
-            rows = self.data.gather(name, self.indices if of == "image" else self.text_indices)
+            indices = self.indices if of == "image" else self.text_indices
+            assert indices is not None  # __post_init__ sets text_indices
+            rows = self.data.gather(name, indices)
             self._cache[key] = _to_device(rows, self.images.device)
         return self._cache[key]
 
@@ -215,4 +217,4 @@ class Method(nn.Module):
 
     def after_step(self, model: nn.Module) -> None:
         """Keep learnable temperatures in range after each optimiser step."""
-        clamp_logit_scale_(model.logit_scale)
+        clamp_logit_scale_(cast(torch.Tensor, model.logit_scale))

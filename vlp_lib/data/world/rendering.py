@@ -94,7 +94,7 @@ def _background(scene: dict[str, Any], image_size: int, rng: Callable[[], np.ran
         index = tile[y0 : y0 + res, x0 : x0 + res]
     img = Image.frombytes("P", (res, res), np.ascontiguousarray(index).tobytes())
     img.putpalette(palette)
-    return img.convert("RGB").resize((canvas, canvas), Image.NEAREST)
+    return img.convert("RGB").resize((canvas, canvas), Image.Resampling.NEAREST)
 
 
 def _draw_object(draw: ImageDraw.ImageDraw, obj: dict[str, Any], canvas: int, fill: Any) -> list[float]:

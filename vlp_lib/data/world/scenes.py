@@ -106,6 +106,7 @@ def _pick_tones(d: Draws, colours: list[int], delta: int) -> tuple[tuple, tuple]
             return tone, tone2
         if score > best_score:
             best, best_score = (tone, tone2), score
+    assert best is not None  # BG_TONES is not empty and every score beats -1
     return best
 
 

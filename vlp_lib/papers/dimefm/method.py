@@ -275,13 +275,15 @@ class DIMEFM(Method):
     def pseudo_texts(self, batch: Batch) -> torch.Tensor:
         """Inter-batch L_p-vl (Supp G): the teacher image features of the episode's previous batch (positions
         b - 1; the episode's last batch for its first), gathered from the data like any side data."""
+        assert self._episode_images is not None  # set by on_episode_start
+        assert batch.data is not None  # training batches gather their side data from it
         size = len(batch.indices)
         n_batches = len(self._episode_images) // size
         previous = (int(batch.positions[0]) // size - 1) % n_batches
         rows = self._episode_images[previous * size : (previous + 1) * size]
         return batch.data.gather("teacher_image", rows).to(batch.images.device)
 
-    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
         student = model.encode_image(batch.images).float()  # the teacher's features are float32
         pseudo = self.pseudo_texts(batch) if self.pvl == "inter" and self.lambda1 > 0 else None
         out = dimefm_loss(

@@ -5,7 +5,7 @@ image and text corpora lie in a teacher's feature space.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,8 @@ def _mmd_samples(arrays: Sequence[ArrayLike], names: Sequence[str]) -> list[np.n
     """``_mmd_sample`` of each array, all of the first one's width (``_check_dim``)."""
     samples = [_mmd_sample(a, n) for a, n in zip(arrays, names)]
     for s, n in zip(samples[1:], names[1:]):
-        _check_dim(samples[0], s, names[0], n)
+        # _check_dim reads only ``.shape``: its Tensor annotation also fits these arrays
+        _check_dim(cast(Any, samples[0]), cast(Any, s), names[0], n)
     return samples
 
 
@@ -71,6 +72,7 @@ def _gram(a: np.ndarray, b: np.ndarray, kernel: str, degree: int, sigma: float |
         return (a @ b.T / a.shape[1] + 1.0) ** degree
     from scipy.spatial.distance import cdist
 
+    assert sigma is not None  # the rbf kernel always has a bandwidth (_sigma)
     return np.exp(-cdist(a, b, "sqeuclidean") / (2.0 * sigma**2))
 
 

@@ -18,7 +18,7 @@ def prompt_zero_shot(record: dict) -> dict[str, float]:
     definition-enhanced text per class (``classes.class_texts``: "a photo of a square, a flat shape ..."), on the
     run's own test split. Stored (``runs.cached``) under the run's config."""
 
-    def compute() -> dict[str, float]:
+    def compute() -> dict[str, dict[str, float]]:
         config = record["config"]
         model, tokenizer = experiment.load_trained(record)
         test = tasks.load_task("shapes10", "test", n=config["task_test"], scale=config["scale"])

@@ -179,6 +179,7 @@ class ClassMixing(Method):
         ``round(r * B)`` class rows first, its epoch counting the pairs' pool (equal total samples at every r)."""
         if self.ratio == 0:
             return data, None
+        assert self.class_source is not None  # ratio > 0 needs it (__init__)
         pairs = replace(data, extra={**data.extra, "class_label": np.full(len(data), NO_CLASS, np.int64)})
         merged, pools = concat({CLASS_SOURCE: self.class_source, PAIR_SOURCE: pairs})
         return merged, MixedSampler(pools, self.ratio, epoch_source=PAIR_SOURCE)
@@ -200,6 +201,9 @@ class ICLIP(ClassMixing):
     """
 
     name = "iclip"
+    # buffers registered in __init__
+    class_position: torch.Tensor
+    class_tokens: torch.Tensor
     ARGUMENTS = (
         "ratio",
         "class_data",
@@ -281,7 +285,7 @@ class ICLIP(ClassMixing):
             kwargs.update(class_tokens=tokenize_all(context.tokenizer, texts), class_shapes=check_shapes(shapes))
         return kwargs
 
-    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
         device = batch.images.device
         class_rows, pair_rows = (torch.as_tensor(r, device=device) for r in split_rows(batch))
         images = F.normalize(model.encode_image(batch.images), dim=-1)
@@ -315,7 +319,7 @@ class ICLIP(ClassMixing):
                 logs["cls_logit_scale"] = float(cls_scale.detach())
         return total, logs
 
-    def after_step(self, model: nn.Module) -> None:
+    def after_step(self, model: Any) -> None:  # model: open_clip CLIP (duck-typed)
         clamp_logit_scale_(model.logit_scale)
         if self.cls_logit_scale is not None:
             clamp_logit_scale_(self.cls_logit_scale)

@@ -6,10 +6,10 @@ and the evaluation's sizes) with ICMLM's fingerprint: attribute zero-shot learni
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from vlp_lib import experiment, runs
-from vlp_lib.papers.icmlm.method import heldout_pairs, proxy_metrics
+from vlp_lib.papers.icmlm.method import _ImageOnlyMethod, heldout_pairs, proxy_metrics
 from vlp_lib.papers.icmlm.zsl import attribute_zsl_layers
 
 PAPER = runs.paper_of_module(__name__)
@@ -54,6 +54,7 @@ def proxy_record_metrics(record: dict, captions: int) -> dict[str, float]:
         c = record["config"]
         model, method, tokenizer, _ = experiment.load_trained_method(record)
         heldout = heldout_pairs(c, tokenizer, captions)
-        return {"metrics": {f"proxy/{k}": v for k, v in proxy_metrics(model, method, heldout).items()}}
+        image_only = cast(_ImageOnlyMethod, method)  # a TP or ICMLM run
+        return {"metrics": {f"proxy/{k}": v for k, v in proxy_metrics(model, image_only, heldout).items()}}
 
     return runs.cached(PROXY_KIND, proxy_key(record, captions), compute, verbose=False, paper=PAPER)["metrics"]

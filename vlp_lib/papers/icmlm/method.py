@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -49,6 +49,9 @@ from vlp_lib.models import ImageOnly
 from vlp_lib.papers.icmlm import lexicon
 from vlp_lib.papers.icmlm import loss as objectives
 from vlp_lib.runs import paper_of_module
+
+if TYPE_CHECKING:
+    from vlp_lib.papers.icmlm.world_lm import WorldLM
 
 PAPER = paper_of_module(__name__)  # whose fingerprint keys what this module caches
 
@@ -147,7 +150,7 @@ def label_targets(
 class _ImageOnlyMethod(Method):
     """What TP_* and ICMLM share: the image-only model (``models.ImageOnly``), the label set and ℓ_tp's head."""
 
-    required_extras = ("tp_targets",)
+    required_extras: tuple[str, ...] = ("tp_targets",)
     ARGUMENTS: tuple[str, ...] = TP_ARGUMENTS
     LABEL_SETS: tuple[str, ...] = LABEL_SETS
 
@@ -181,7 +184,8 @@ class _ImageOnlyMethod(Method):
             kwargs.pop(name, None)
         targets, tags = label_targets(label_set, context.data, pos, k, seed=context.config["seed"])
         context.data.extra["tp_targets"] = torch.from_numpy(targets)
-        kwargs.update(width=context.model.map_shape()[0], n_tags=targets.shape[1], tags=tags)
+        # the context's model is already wrap_model-ed: an ImageOnly
+        kwargs.update(width=cast(ImageOnly, context.model).map_shape()[0], n_tags=targets.shape[1], tags=tags)
         return kwargs
 
     def __init__(
@@ -207,7 +211,7 @@ class TagPrediction(_ImageOnlyMethod):
     name = "tp"
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        loss = self.tp_term(model.encode_image(batch.images), batch)
+        loss = self.tp_term(cast(ImageOnly, model).encode_image(batch.images), batch)  # wrap_model: an ImageOnly
         return loss, {"loss_tp": float(loss.detach())}
 
 
@@ -306,7 +310,7 @@ class AttFcHead(nn.Module):
         return self.fc(torch.cat([attended[:, 0], token[:, 0]], dim=1)), weights[:, :, 0]
 
 
-HEAD_CLASSES = {"tfm": TfmHead, "att-fc": AttFcHead}
+HEAD_CLASSES: dict[str, type[TfmHead] | type[AttFcHead]] = {"tfm": TfmHead, "att-fc": AttFcHead}
 
 
 HEAD_OPTIONS = ("head", "layers", "heads", "head_dim", "lambda", "output", "vocabulary", "triplets", "dropout")
@@ -363,6 +367,10 @@ class ICMLM(_ImageOnlyMethod):
     required_extras = ("tp_targets", "maskable")
     ARGUMENTS = ICMLM_ARGUMENTS
     LABEL_SETS = ("label", "postag")  # the masked token is a word of the label set: clusters are not words
+    # buffers registered in __init__
+    mask_ids: torch.Tensor
+    candidates: torch.Tensor
+    target_index: torch.Tensor
 
     @classmethod
     def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
@@ -402,7 +410,7 @@ class ICMLM(_ImageOnlyMethod):
         wrapped = ImageOnly(model)
         if kwargs.get("init") is not None:
             start, _ = trained(_check_init(kwargs["init"]))
-            wrapped.visual.load_state_dict(start.visual.state_dict())
+            wrapped.visual.load_state_dict(cast(nn.Module, start.visual).state_dict())
         return wrapped
 
     @classmethod
@@ -427,7 +435,7 @@ class ICMLM(_ImageOnlyMethod):
         self,
         width: int,
         n_tags: int,
-        lm: nn.Module,
+        lm: WorldLM,
         mask_ids: torch.Tensor,
         head: str = "tfm",
         layers: int = 1,
@@ -508,7 +516,7 @@ class ICMLM(_ImageOnlyMethod):
         """The head's prediction for captions ``tokens`` ``[B, T]`` that hold ``[MASK]`` at ``positions`` ``[B]``:
         ``logits`` ``[B, len(candidates)]``, ``features`` GAP(X) ``[B, C]`` and ``attention`` ``[B, heads, H·W]``
         (the masked token's attention over the visual cells, Supp D)."""
-        x = model.feature_map(images)  # [B, C, H, W]
+        x = cast(ImageOnly, model).feature_map(images)  # [B, C, H, W]; ICMLM's model is an ImageOnly (wrap_model)
         features = x.mean(dim=(2, 3))
         visual = self.project(x.flatten(2).transpose(1, 2))  # X̄ [B, H·W, d]
         with torch.no_grad():

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -251,7 +251,10 @@ def world_lm(config: Mapping[str, Any] | None = None, verbose: bool = True) -> t
         info["seconds"] = round(time.perf_counter() - start, 2)
         return info
 
-    return frozen_model(FROZEN_NAME, config, architecture, train, verbose=verbose, paper=PAPER)
+    # frozen_model builds with ``architecture`` and trains with ``train``: the module is a WorldLM
+    train_module = cast("Callable[[nn.Module], dict[str, Any]]", train)
+    lm, info = frozen_model(FROZEN_NAME, config, architecture, train_module, verbose=verbose, paper=PAPER)
+    return cast(WorldLM, lm), info
 
 
 def masked_token_accuracy(

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -12,6 +14,9 @@ from sklearn.preprocessing import StandardScaler
 from vlp_lib.data import tasks as task_lib
 from vlp_lib.eval.common import ArrayLike, _check_dim, _check_len, _feats, _labels
 from vlp_lib.eval.encode import encode_feature_maps
+
+if TYPE_CHECKING:
+    from vlp_lib.models import ImageOnly
 
 
 def shapes_colours_factors() -> np.ndarray:
@@ -192,5 +197,6 @@ def attribute_zsl_layers(
                     x_train[rows], train.labels[rows], x_test, test.labels, attributes, seen, max_iter=max_iter
                 )
             )
-        out[model.depth() - last + k + 1] = {key: float(np.nanmean([v[key] for v in values])) for key in values[0]}
+        depth = cast("ImageOnly", model).depth()  # an image-only model (vlp_lib.models.ImageOnly)
+        out[depth - last + k + 1] = {key: float(np.nanmean([v[key] for v in values])) for key in values[0]}
     return out

@@ -54,7 +54,7 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
       cached first, untimed, as the first real run would otherwise do. 0 with ``evaluation=False``.
     """
     steps = check_positive_int("steps", steps)
-    key_fields = (
+    key_fields: tuple[str, ...] = (
         "model",
         "image_size",
         "batch_size",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -126,7 +126,7 @@ class ProtoCLIP(Method):
         of the training captions (Eq. 8: MiniLM standing in for RoBERTa, or the CLIP baseline's text encoder)."""
         kwargs = dict(kwargs)
         teacher = check_teacher(kwargs.pop("external_teacher", "none"))
-        kwargs["embed_dim"] = int(context.model.text_projection.shape[1])
+        kwargs["embed_dim"] = int(cast(torch.Tensor, context.model.text_projection).shape[1])  # open_clip CLIP's
         if teacher != "none":
             kwargs["external_features"] = teacher_features(
                 teacher, context.config, context.data.captions, context.trained
@@ -165,7 +165,7 @@ class ProtoCLIP(Method):
     def n_prototypes(self, episode_size: int) -> int:
         return self.k if self.k is not None else max(1, episode_size // self.images_per_prototype)
 
-    def project(self, model: nn.Module, images: torch.Tensor, texts: torch.Tensor):
+    def project(self, model: Any, images: torch.Tensor, texts: torch.Tensor):  # model: open_clip CLIP (duck-typed)
         """(z^I, z^T) unnormalised representations and (h^I, h^T) = normalised g(z) projections.
 
         Across processes, in training, the heads run on the whole global batch (every rank's z gathered with
@@ -196,7 +196,8 @@ class ProtoCLIP(Method):
             b = idx[a : a + self.extract_batch_size]
             images = distributed.shard(episode.load_images(b, True))
             texts = distributed.shard(episode.data.tokens[b]).to(images.device)
-            with episode.autocast():
+            # Episode.autocast is typed Callable[[], object]: it returns a context manager (torch.autocast)
+            with cast(Any, episode.autocast()):
                 _, _, hi, ht = self.project(model, images, texts)
             h_i.append(distributed.gather_rows(hi.float(), len(b)))
             h_t.append(distributed.gather_rows(ht.float(), len(b)))
@@ -254,7 +255,7 @@ class ProtoCLIP(Method):
         t3 = time.perf_counter()
         episode.timings.update({"feature_extraction": t1 - t0, "kmeans": t2 - t1, "pbt": t3 - t2})
 
-    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
         z_i, z_t, h_i, h_t = self.project(model, batch.images, batch.texts)
         z_i, z_t = F.normalize(z_i, dim=-1), F.normalize(z_t, dim=-1)
         logs: dict[str, float] = {}
@@ -267,6 +268,7 @@ class ProtoCLIP(Method):
             logs["loss_clip"] = l_clip.item()
         if prototypes:
             s, pos = self.state, torch.as_tensor(batch.positions, device=h_i.device)
+            assert s is not None  # prototypes implies a state
             scale = self.proto_logit_scale.exp()
             tau = self.target_temperature
             y_t = soft_targets(s["teacher_t"], s["labels_t"][pos], tau)
@@ -290,6 +292,6 @@ class ProtoCLIP(Method):
         logs["proto_logit_scale"] = self.proto_logit_scale.exp().item()
         return total, logs
 
-    def after_step(self, model: nn.Module) -> None:
+    def after_step(self, model: Any) -> None:  # model: open_clip CLIP (duck-typed)
         clamp_logit_scale_(model.logit_scale)
         clamp_logit_scale_(self.proto_logit_scale)

@@ -10,7 +10,7 @@ the code) and Eq. 7 is a plain mean of the student features.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -25,7 +25,7 @@ from vlp_lib.cluster import ArrayLike, check_int, labels_tensor
 def _temperature(temperature: Any) -> float:
     if isinstance(temperature, (torch.Tensor, np.ndarray)) and temperature.ndim == 0:
         temperature = temperature.item()  # a learnable or logged 0-d temperature
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or np.isnan(temperature):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or np.isnan(cast(float, temperature)):
         raise ValueError(f"temperature must be a real number, got {temperature!r}")
     return float(temperature)
 

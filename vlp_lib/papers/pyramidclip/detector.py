@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -416,8 +416,10 @@ def load_detector(trained: bool = True, *, verbose: bool = True, **kwargs: Any) 
         return info
 
     name = "world-detector" if config["trained"] else "world-detector-random"
-    net, info = frozen_model(name, config, architecture, train, verbose=verbose, paper=PAPER)
-    return Detector(net=net, config=config, info=info)
+    # frozen_model builds with ``architecture`` and trains with ``train``: the module is a CropNet
+    train_module = cast("Callable[[nn.Module], dict[str, Any]]", train)
+    net, info = frozen_model(name, config, architecture, train_module, verbose=verbose, paper=PAPER)
+    return Detector(net=cast(CropNet, net), config=config, info=info)
 
 
 # --- boxes ------------------------------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ class RoiEncoder(nn.Module):
     (not normalised). ``rois`` [B, M, roi_dim] (object feature + normalised box), ``mask`` [B, M] True where a
     ROI exists; every sample needs at least one."""
 
-    def __init__(self, visual: nn.Module, roi_dim: int, vit_ls: int | None = None):
+    # ``visual`` is an open_clip image tower: its submodules (attnpool, transformer, ...) are duck-typed (Any)
+    def __init__(self, visual: Any, roi_dim: int, vit_ls: int | None = None):
         super().__init__()
         self.is_vit = hasattr(visual, "transformer") and hasattr(visual, "class_embedding")
         if self.is_vit:
@@ -104,7 +105,7 @@ class RoiEncoder(nn.Module):
             raise ValueError("PyramidCLIP's ROI branch needs an open_clip ModifiedResNet or VisionTransformer")
         self.proj_pre = nn.Parameter(torch.randn(roi_dim, width) * roi_dim**-0.5)  # phi: no bias (official)
 
-    def forward(self, visual: nn.Module, rois: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, visual: Any, rois: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = rois.to(self.proj_pre.dtype) @ self.proj_pre  # [B, M, width]
         pad = torch.cat([torch.zeros_like(mask[:, :1]), ~mask], dim=1)  # [B, 1 + M], True = ignore
         if self.is_vit:
@@ -137,7 +138,7 @@ class RoiEncoder(nn.Module):
         )
         return out[0]
 
-    def _vit(self, visual: nn.Module, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    def _vit(self, visual: Any, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         cls = visual.class_embedding.to(x.dtype).expand(x.shape[0], 1, -1)
         x = visual.ln_pre(torch.cat([cls, x], dim=1))  # [B, 1 + M, width]; no positional embedding (§3.3)
         blocks = visual.transformer.resblocks[self.first_block :]
@@ -238,7 +239,7 @@ class PyramidCLIP(Method):
                 f"detector_images must be an integer >= 50 (the detector's training world), got {images!r}"
             )
 
-    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
         needed_images = {TERMS[t][0] for t in self.weights}
         needed_texts = {TERMS[t][1] for t in self.weights}
         images: dict[str, torch.Tensor] = {}
@@ -248,6 +249,7 @@ class PyramidCLIP(Method):
             images["local"] = F.normalize(model.encode_image(batch.view("local")), dim=-1)
         if "rois" in needed_images:
             rois, mask = batch.side("rois"), batch.side("roi_mask")
+            assert self.roi is not None  # built in __init__ whenever a term contrasts the ROIs (uses_rois)
             images["rois"] = F.normalize(self.roi(model.visual, rois, mask.bool()), dim=-1)
         texts: dict[str, torch.Tensor] = {}
         if "caption" in needed_texts:
