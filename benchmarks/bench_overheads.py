@@ -118,10 +118,10 @@ def protoclip_figures() -> dict[str, float]:
     for row in (clip_row, proto_row):
         config = protoclip_chapter.config(row, "laptop", seed=0)
         data, _, model = experiment.build(config)
-        method = create_method(config["method"], **experiment.method_arguments(config, data, model))
+        method = create_method(config.method, **experiment.method_arguments(config, data, model))
         result = train(model, method, data, experiment.train_config(config, progress=False))
         t = result.timings
-        seconds[row.method] = (t["training"] + t.get("episode_start", 0.0)) / (config["epochs"] * len(data))
+        seconds[row.method] = (t["training"] + t.get("episode_start", 0.0)) / (config.train.epochs * len(data))
         timings[row.method] = t
     t = timings["protoclip"]
     episode = sum(t[s] for s in ("feature_extraction", "kmeans", "pbt", "training"))

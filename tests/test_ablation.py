@@ -52,13 +52,13 @@ def test_laptop_plan_trains_every_run_on_the_same_number_of_pairs(no_compute):
     assert len(configs) == 10 * 3  # base + 3 episode sizes + 2 + 2 + 2 new bars per sweep, 3 seeds
     amounts = set()
     for c in configs:
-        t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])
-        n = c["train_size"]
+        t = TrainConfig(epochs=c.train.epochs, batch_size=c.train.batch_size, episode_size=c.train.episode_size)
+        n = c.train_size
         amounts.add(t.n_episodes(n) * t.steps_per_episode(n) * t.batch_size)
         steps = t.n_episodes(n) * t.steps_per_episode(n)
-        assert steps >= 4 * 40 and c["warmup_steps"] <= 0.1 * steps  # 4x the first book's 40 steps per run
+        assert steps >= 4 * 40 and c.train.warmup_steps <= 0.1 * steps  # 4x the first book's 40 steps per run
         # the official InfoNCE-only first episode, except in the L_Proto-only episode-size sweep
-        assert c["method_kwargs"]["warmup_episodes"] == (0 if c["method_kwargs"]["clip_weight"] == 0 else 1)
+        assert c.method_args.warmup_episodes == (0 if c.method_args.clip_weight == 0 else 1)
     assert amounts == {ablation.ABLATION_SCALES["laptop"]["total_samples"]}
     assert plan.base["episode_size"] == round(0.2 * plan.base["train_size"])
 
@@ -66,8 +66,8 @@ def test_laptop_plan_trains_every_run_on_the_same_number_of_pairs(no_compute):
 def test_a_larger_episode_grows_the_world_and_the_training_amount(no_compute):
     plan = ablation.make_plan("laptop", episode_size=200_000, sweeps=[])
     assert plan.base["train_size"] == 200_000 and plan.base["total_samples"] == 200_000
-    (run,) = [r for r in plan.runs if r.config["seed"] == 0]
-    assert run.config["method_kwargs"].get("k") is None  # derived: 200,000 // 10 = 20,000 prototypes
+    (run,) = [r for r in plan.runs if r.config.seed == 0]
+    assert run.config.method_args.k is None  # derived: 200,000 // 10 = 20,000 prototypes
     small = ablation.estimate_seconds(ablation.make_plan("laptop", sweeps=[]), rates=RATES)
     big = ablation.estimate_seconds(plan, rates=RATES)
     # 200,000 pairs of training against 20,480; the one episode is the InfoNCE-only warm-up, so it never clusters
@@ -88,12 +88,12 @@ RATES = {
 def test_estimate_counts_training_extraction_kmeans_and_evaluation(no_compute):
     plan = ablation.make_plan("laptop", sweeps=[], seeds=[0])
     (c,) = plan.unique_configs()
-    n, e = c["train_size"], c["episode_size"]
-    episodes = round(c["epochs"] * n / e)
-    k, d = e // 10, c["method_kwargs"]["head_dim"]
+    n, e = c.train_size, c.episode_size
+    episodes = round(c.train.epochs * n / e)
+    k, d = e // 10, c.method_args.head_dim
     clustering = episodes - 1  # the InfoNCE-only first episode does not cluster
     expected = (
-        episodes * (e // c["batch_size"]) * c["batch_size"] / RATES["train"]
+        episodes * (e // c.train.batch_size) * c.train.batch_size / RATES["train"]
         + RATES["eval_s"]
         + clustering
         * (
@@ -108,7 +108,7 @@ def test_estimate_counts_training_extraction_kmeans_and_evaluation(no_compute):
     # the "clip" teacher's CLIP run is counted once per seed, at the CLIP rate where one is given
     teacher = ablation.make_plan("laptop", sweeps=[], seeds=[0], external_teacher="clip")
     with_clip = ablation.estimate_seconds(teacher, rates={**RATES, "clip_train": 2_000.0})
-    clip_seconds = c["epochs"] * n / 2_000.0 + RATES["eval_s"]
+    clip_seconds = c.train.epochs * n / 2_000.0 + RATES["eval_s"]
     (tc,) = teacher.unique_configs()
     assert with_clip["seconds"] == pytest.approx(ablation.run_seconds(tc, RATES) + clip_seconds)
 
@@ -136,7 +136,7 @@ def _fake_results(plan, effect):
     """Records whose metric is a per-seed offset (shared by all settings) plus ``effect[(sweep, value)]``."""
     out = []
     for run in plan.runs:
-        seed = run.config["seed"]
+        seed = run.config.seed
         value = (
             0.2 + 0.05 * seed + effect.get((run.sweep, run.value), 0.0) + 0.001 * np.sin(7 * seed + len(str(run.value)))
         )

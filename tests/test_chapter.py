@@ -15,8 +15,8 @@ def test_every_row_is_a_valid_config_at_every_scale():
     for scale in chapter.CHAPTER_SCALES:
         for row in chapter.TABLE3 + chapter.TABLE10 + chapter.TABLE11 + chapter.TABLE4:
             c = chapter.config(row, scale, seed=0)
-            assert c["method"] == row.method and c["augmentation"] == row.augmentation
-            assert c["epochs"] == row.units * chapter.CHAPTER_SCALES[scale]["unit_epochs"]
+            assert c.method == row.method and c.train.augmentation == row.augmentation
+            assert c.train.epochs == row.units * chapter.CHAPTER_SCALES[scale]["unit_epochs"]
 
 
 def test_tables_share_rows_so_shared_runs_are_computed_once():
@@ -26,8 +26,8 @@ def test_tables_share_rows_so_shared_runs_are_computed_once():
     assert chapter.TABLE4[0] == t3["ProtoCLIP"]  # the components' full recipe is the benchmark's E/2 run
     # Fig. 7's largest point is the benchmark's CLIP at E
     n, row = chapter.data_size_rows("laptop")[-1]
-    assert runs.config_hash(chapter.config(row, "laptop", 0, train_size=n)) == runs.config_hash(
-        chapter.config(chapter.TABLE4[1], "laptop", 0)
+    assert runs.config_hash(chapter.config(row, "laptop", 0, train_size=n).to_dict()) == runs.config_hash(
+        chapter.config(chapter.TABLE4[1], "laptop", 0).to_dict()
     )
 
 
@@ -35,8 +35,8 @@ def test_laptop_episodes_fill_whole_batches():
     sizes = chapter.CHAPTER_SCALES["laptop"]
     for row in chapter.TABLE4:
         c = chapter.config(row, "laptop", 0)
-        t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])
-        n = c["train_size"]
+        t = TrainConfig(epochs=c.train.epochs, batch_size=c.train.batch_size, episode_size=c.train.episode_size)
+        n = c.train_size
         assert t.n_episodes(n) * t.steps_per_episode(n) * t.batch_size == row.units * sizes["unit_epochs"] * n
 
 
@@ -45,19 +45,19 @@ def test_laptop_runs_train_4x_the_first_books_steps_with_a_short_warmup():
     and Fig. 7's subsets train whole epochs in whole batches."""
     for row in chapter.TABLE3 + chapter.TABLE10 + chapter.TABLE11 + chapter.TABLE4 + chapter.TABLE4_CONTROLS:
         c = chapter.config(row, "laptop", 0)
-        t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])
-        steps = t.n_episodes(c["train_size"]) * t.steps_per_episode(c["train_size"])
-        assert steps >= 4 * 80 * row.units and c["warmup_steps"] <= 0.1 * steps
-        assert (set(c["eval_tasks"]) == set(experiment.DEFAULT_EVAL_TASKS)) == (row.units >= 1)
+        t = TrainConfig(epochs=c.train.epochs, batch_size=c.train.batch_size, episode_size=c.train.episode_size)
+        steps = t.n_episodes(c.train_size) * t.steps_per_episode(c.train_size)
+        assert steps >= 4 * 80 * row.units and c.train.warmup_steps <= 0.1 * steps
+        assert (set(c.eval.tasks) == set(experiment.DEFAULT_EVAL_TASKS)) == (row.units >= 1)
     for n, row in chapter.data_size_rows("laptop"):
         c = chapter.config(row, "laptop", 0, train_size=n)
-        t = TrainConfig(epochs=c["epochs"], batch_size=c["batch_size"], episode_size=c["episode_size"])
-        assert t.n_episodes(n) * t.steps_per_episode(n) * t.batch_size == c["epochs"] * n
+        t = TrainConfig(epochs=c.train.epochs, batch_size=c.train.batch_size, episode_size=c.train.episode_size)
+        assert t.n_episodes(n) * t.steps_per_episode(n) * t.batch_size == c.train.epochs * n
 
 
 def _record(row, seed, metrics, timings, scale="smoke"):
     config = chapter.config(row, scale, seed)
-    runs.save(experiment.RUN_KIND, config, metrics, timings, paper=experiment.paper(config))
+    runs.save(experiment.RUN_KIND, config.to_dict(), metrics, timings, paper=experiment.paper(config))
     return experiment.stored(config)
 
 
@@ -216,9 +216,15 @@ def test_scorecard_judges_stored_ablation_sweeps():
     for run in plan.runs:
         if run.sweep in ("base", "target_temperature"):
             gain = 0.02 if run.value == 0.01 else 0.0
-            seed = run.config["seed"]
+            seed = run.config.seed
             value = 0.3 + 0.05 * seed + gain + 0.001 * seed**2
-            runs.save(experiment.RUN_KIND, run.config, {"avg3/linear": value}, {}, paper=experiment.paper(run.config))
+            runs.save(
+                experiment.RUN_KIND,
+                run.config.to_dict(),
+                {"avg3/linear": value},
+                {},
+                paper=experiment.paper(run.config),
+            )
     card = report.scorecard("smoke").set_index("id")
     soft = card.loc["fig6b_soft_target"]
     assert soft["verdict"] == "reproduced" and soft["seeds"] == 3

@@ -74,7 +74,7 @@ def test_rn_small_is_a_preset_larger_than_rn_tiny_in_both_towers(tokenizer):
     assert model_image_size(small) == 32
     # a run config accepts it as the model (its precision is the CPU presets' fp32)
     config = experiment.make_config("smoke", model="rn-small")
-    assert config["model"] == "rn-small" and config["precision"] == "fp32"
+    assert config.model == "rn-small" and config.train.precision == "fp32"
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -189,13 +189,13 @@ def test_models_without_the_needed_tower_are_refused(composite):
 def test_composite_runs_the_evaluation_suite(composite, tokenizer):
     comp, student, _ = composite
     config = experiment.make_config("smoke", task_train=40, task_test=20, retrieval_images=10, eval_tasks=["shapes10"])
-    metrics = suite.evaluate_suite(comp, tokenizer, config)
+    metrics = suite.evaluate_suite(comp, tokenizer, config.eval)
     # zero-shot and retrieval, as for any CLIP: the keys of the chance levels, plus the modality gap
-    assert set(metrics) == set(suite.chance_levels(config)) | {"retrieval/modality_gap"}
+    assert set(metrics) == set(suite.chance_levels(config.eval)) | {"retrieval/modality_gap"}
     assert {"shapes10/zeroshot_top1", "shapes10/zeroshot_top5", "retrieval/mean_recall"} <= set(metrics)
     assert all(np.isfinite(v) for v in metrics.values())
     assert all(0.0 <= metrics[k] <= 1.0 for k in metrics if "zeroshot" in k or "R@" in k)
     # the probes see the student's image features: the same numbers as the student's image tower alone
-    probes = suite.evaluate_suite(student, None, config, text_tower=False)
+    probes = suite.evaluate_suite(student, None, config.eval, text_tower=False)
     assert probes == {k: metrics[k] for k in probes}
     assert not comp.training  # evaluation gives the model back in the mode it was in

@@ -29,39 +29,41 @@ def judge(claim, results, mmd_record=None):
 def test_every_row_has_a_valid_config(scale, monkeypatch):
     monkeypatch.setattr(training, "generate", lambda *a, **k: pytest.fail("a plan generates no data"))
     teacher = chapter.config(chapter.TEACHER, scale, chapter.TEACHER_SEED)
-    assert teacher["model"] == "rn-small" and teacher["method"] == "clip"
+    assert teacher.model == "rn-small" and teacher.method == "clip"
     for row in ALL_ROWS:
         c = chapter.config(row, scale, 1)
-        steps = c["epochs"] * c["train_size"] // c["batch_size"]
-        assert 1 <= c["warmup_steps"] <= 0.1 * steps + 1
+        steps = c.train.epochs * c.train_size // c.train.batch_size
+        assert 1 <= c.train.warmup_steps <= 0.1 * steps + 1
         if row.method == "dimefm":
-            assert c["method_kwargs"]["teacher"] == teacher  # one teacher, whatever the student's seed
-            assert c["model"] == "rn-tiny" and c["weight_decay"] == paper.NUMBERS["weight_decay"]
+            assert c.method_args.teacher == teacher  # one teacher, whatever the student's seed
+            assert c.model == "rn-tiny" and c.train.weight_decay == paper.NUMBERS["weight_decay"]
         elif row != chapter.TEACHER:
-            assert c["augmentation"] == "none" and c["model"] == "rn-tiny"
+            assert c.train.augmentation == "none" and c.model == "rn-tiny"
     student = chapter.config(chapter.STUDENT, scale)
-    assert student["augmentation"] == "rrc" and student["method_kwargs"]["lambda1"] == paper.NUMBERS["lambda1"]
-    assert student["method_kwargs"]["paired"] is False and student["method_kwargs"]["texts"] == "own"
-    assert chapter.config(chapter.PAIRED, scale)["method_kwargs"]["paired"] is True
-    assert [chapter.config(r, scale)["augmentation"] for r in chapter.AUGMENTATION_ROWS] == ["off", "rrc", "simclr"]
+    assert student.train.augmentation == "rrc" and student.method_args.lambda1 == paper.NUMBERS["lambda1"]
+    assert student.method_args.paired is False and student.method_args.texts == "own"
+    assert chapter.config(chapter.PAIRED, scale).method_args.paired is True
+    assert [chapter.config(r, scale).train.augmentation for r in chapter.AUGMENTATION_ROWS] == ["off", "rrc", "simclr"]
 
 
 def test_references_match_the_teacher_and_the_student():
     c_big, teacher = chapter.config(chapter.C_BIG, "laptop"), chapter.config(chapter.TEACHER, "laptop")
-    for key in ("train_size", "world_seed", "world_knobs", "epochs", "batch_size"):
-        assert c_big[key] == teacher[key], key
+
+    def data(c):  # what fixes the data and the training amount
+        return c.train_size, c.world_seed, dict(c.world_knobs), c.train.epochs, c.train.batch_size
+
+    assert data(c_big) == data(teacher)
     c_small, student = chapter.config(chapter.C_SMALL, "laptop"), chapter.config(chapter.STUDENT, "laptop")
-    for key in ("train_size", "world_seed", "world_knobs", "epochs", "batch_size", "eval_tasks"):
-        assert c_small[key] == student[key], key
-    assert c_small["world_seed"] != teacher["world_seed"]
-    assert teacher["train_size"] == 20_480 and teacher["epochs"] == 4 and student["train_size"] == 10_240
-    assert student["epochs"] * student["train_size"] < c_big["epochs"] * c_big["train_size"]
+    assert data(c_small) == data(student) and c_small.eval.tasks == student.eval.tasks
+    assert c_small.world_seed != teacher.world_seed
+    assert teacher.train_size == 20_480 and teacher.train.epochs == 4 and student.train_size == 10_240
+    assert student.train.epochs * student.train_size < c_big.train.epochs * c_big.train_size
     for row in chapter.COMPONENTS:
         c = chapter.config(row, "laptop")
-        assert c["eval_tasks"] == ["shapesA", "shapes_colours"] and not c["eval_probes"]
-        assert set(c["world_knobs"]["shapes"]) == set(SHAPE_SET_A)
+        assert c.eval.tasks == ("shapesA", "shapes_colours") and not c.eval.probes
+        assert set(c.world_knobs["shapes"]) == set(SHAPE_SET_A)
     # the rows whose claims read zero-shot only skip the probes; those of D1/D2 (linear) keep them
-    assert {r.label for r in chapter.BENCHMARK if not chapter.config(r, "laptop")["eval_probes"]} == {
+    assert {r.label for r in chapter.BENCHMARK if not chapter.config(r, "laptop").eval.probes} == {
         r.label for r in (chapter.TEACHER, chapter.C_SMALL, chapter.AUG_OFF, chapter.AUG_HEAVY, chapter.CONSTRUCTED)
     }
 
@@ -76,11 +78,11 @@ def test_the_coverage_corpus_holds_the_cr_images_at_equal_samples(monkeypatch):
     for name, rows in chapter.COVERAGE.items():
         for level, row in rows.items():
             c = chapter.config(row, "laptop")
-            assert c["train_size"] == student["train_size"] and c["epochs"] == student["epochs"]
-            assert c["world_knobs"]["colours"] == list(chapter.SEEN)
-            assert sum(p["n"] for p in c["world_mix"]) == 3 * counts[level]
-            assert all(p["knobs"]["colours"] == list(chapter.HELD_OUT) for p in c["world_mix"])
-            assert c["eval_tasks"] == ["colour"] and c["method"] == ("dimefm" if name == "student" else "clip")
+            assert c.train_size == student.train_size and c.train.epochs == student.train.epochs
+            assert c.world_knobs["colours"] == list(chapter.SEEN)
+            assert sum(p["n"] for p in c.world_mix) == 3 * counts[level]
+            assert all(p["knobs"]["colours"] == list(chapter.HELD_OUT) for p in c.world_mix)
+            assert c.eval.tasks == ("colour",) and c.method == ("dimefm" if name == "student" else "clip")
     # the smoke scale builds the mix for real: the held-out colours appear only in its last images
     data = training.world_data(
         chapter.config(chapter.COVERAGE["student"]["many"], "smoke"), training.world_tokenizer(24)

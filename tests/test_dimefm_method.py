@@ -47,9 +47,9 @@ def prepare(config):
     data, tokenizer, model = experiment.build(config)
     trained = experiment.trained_runs()
     model = experiment.wrap_model(config, model, trained)
-    method = create_method(config["method"], **experiment.method_arguments(config, data, model, tokenizer, trained))
+    method = create_method(config.method, **experiment.method_arguments(config, data, model, tokenizer, trained))
     merged, sampler = method.training_data(data)
-    teacher, teacher_tokenizer = trained(config["method_kwargs"]["teacher"])
+    teacher, teacher_tokenizer = trained(config.method_args.teacher)
     return SimpleNamespace(
         images=data,
         data=merged,
@@ -142,7 +142,7 @@ def test_dimefm_is_registered():
     ],
 )
 def test_bad_arguments_are_refused_before_any_compute(no_compute, teacher_config, kwargs, param):
-    teacher = {**teacher_config, "seed": 99}
+    teacher = teacher_config.replace(seed=99)
     if param == "larger than the teacher":  # ... of an rn-tiny teacher it is not
         teacher = experiment.make_config("smoke", model="rn-tiny", world_seed=7, **TINY)
     with pytest.raises(ValueError, match=param):
@@ -153,11 +153,16 @@ def test_bad_teachers_are_refused_before_any_compute(no_compute, teacher_config,
     with pytest.raises(ValueError, match="teacher is required"):
         experiment.make_config("smoke", method="dimefm", method_kwargs={}, **TINY)
     with pytest.raises(ValueError, match="teacher must be a CLIP"):
-        student_config({**teacher_config, "method": "protoclip"})
+        student_config({**teacher_config.to_dict(), "method": "protoclip"})
     with pytest.raises(ValueError, match="teacher"):
-        student_config({**teacher_config, "lr": -1.0})
-    with pytest.raises(ValueError, match="teacher must be a config as experiment.make_config"):
-        student_config({**teacher_config, "world_knobs": {"mismatch_rate": 0.02}})  # not the full knobs
+        student_config({**teacher_config.to_dict(), "lr": -1.0})
+    with pytest.raises(ValueError, match="teacher must be a run config"):
+        student_config({"model": "rn-small"})
+    # a teacher's record form is read back in full (not the partial knobs): its key is that of the config
+    # experiment.make_config returns
+    teacher = student_config({**teacher_config.to_dict(), "world_knobs": {"mismatch_rate": 0.02}}).method_args.teacher
+    assert teacher == teacher_config.replace(world_knobs={"mismatch_rate": 0.02})
+    assert teacher.world_knobs["mismatch_rate"] == 0.02 and set(teacher.world_knobs) == set(world.check_knobs())
     with pytest.raises(ValueError, match="context_length"):
         student_config(experiment.make_config("smoke", model="rn-small", context_length=16, **TINY))
     # a student that embeds into another width than the teacher's text tower
@@ -250,7 +255,7 @@ def test_teacher_features_are_its_unaugmented_images_and_its_texts(teacher_confi
     # computed once per (teacher, corpus, code): a second run of the same corpora loads them
     monkeypatch.setattr(ev, "encode_images", lambda *a, **k: pytest.fail("teacher features recomputed"))
     monkeypatch.setattr(ev, "encode_texts", lambda *a, **k: pytest.fail("teacher features recomputed"))
-    again = prepare({**config, "seed": 1})
+    again = prepare(config.replace(seed=1))
     assert torch.equal(again.images.extra["teacher_image"], run.images.extra["teacher_image"])
 
 
@@ -348,7 +353,7 @@ def test_run_stores_the_composite_and_load_trained_rebuilds_it(teacher_config, m
     )
     record = experiment.run(config, progress=False)
     assert len(evaluated) == 1 and isinstance(evaluated[0], CompositeCLIP)  # the suite ran on the composite
-    assert runs.load(experiment.RUN_KIND, teacher_config) is not None  # the teacher is a stored run like any
+    assert runs.load(experiment.RUN_KIND, teacher_config.to_dict()) is not None  # the teacher is a stored run like any
     m = record["metrics"]
     for key in ("shapes10/zeroshot_top1", "shapes10/linear", "retrieval/mean_recall", "train_samples_per_s"):
         assert key in m and np.isfinite(m[key])
@@ -356,7 +361,7 @@ def test_run_stores_the_composite_and_load_trained_rebuilds_it(teacher_config, m
 
     model, tokenizer = experiment.load_trained(record)
     assert isinstance(model, CompositeCLIP) and not model.training
-    teacher, teacher_tokenizer = experiment.load_trained(runs.load(experiment.RUN_KIND, teacher_config))
+    teacher, teacher_tokenizer = experiment.load_trained(runs.load(experiment.RUN_KIND, teacher_config.to_dict()))
     # the same features as the trained composite ...
     images = world.generate(8, seed=123, image_size=32).images
     assert torch.equal(ev.encode_images(model, images), ev.encode_images(evaluated[0], images))
@@ -378,12 +383,12 @@ def test_run_stores_the_composite_and_load_trained_rebuilds_it(teacher_config, m
 
 
 def test_default_hooks_leave_other_methods_unchanged(synthetic_pairs):
-    from vlp_lib.methods import CLIP
+    from vlp_lib.methods import CLIP, MethodArgs
 
     data, _, _ = synthetic_pairs
     model = torch.nn.Linear(2, 2)
-    assert CLIP.wrap_model(model, {}, lambda cfg: pytest.fail("loaded a run")) is model
+    assert CLIP.wrap_model(model, MethodArgs(), lambda cfg: pytest.fail("loaded a run")) is model
     same, sampler = CLIP().training_data(data)
     assert same is data and sampler is None
-    assert CLIP.check_config({}) is None
+    assert CLIP.check_config(experiment.make_config("smoke", **TINY)) is None
     assert isinstance(DIMEFM(), DIMEFM)

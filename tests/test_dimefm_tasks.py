@@ -270,7 +270,7 @@ def _fake_task(name, split, n=None, scale="laptop"):
 @pytest.mark.parametrize("text_tower", [True, False])
 def test_chance_levels_and_the_suite_give_the_same_average_keys(monkeypatch, text_tower):
     names = [*tasks.SEVEN_TASKS, *tasks.ROBUST_TASKS]
-    config = dict(scale="smoke", seed=0, task_train=40, task_test=200, retrieval_images=10, eval_tasks=names)
+    config = suite.EvalConfig(tasks=tuple(names), scale="smoke", task_train=40, task_test=200, retrieval_images=10)
     fake = _fake_metrics(names)
 
     def evaluate_task(model, tokenizer, name, *args, text_tower=None, **kwargs):

@@ -37,7 +37,7 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
     one = experiment.run(config, progress=False)
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
+    path.write_text(json.dumps(config.to_dict()))
     env = dict(
         os.environ,
         VLP_RESULTS_DIR=str(tmp_path / "results"),
@@ -92,7 +92,7 @@ def test_launch_refuses_a_config_that_does_not_check(tmp_path):
 
     config = experiment.make_config("smoke", **TINY)
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**config, "batch_size": 0}))
+    path.write_text(json.dumps({**config.to_dict(), "batch_size": 0}))
     with pytest.raises(ValueError, match="batch_size"):
         launch.main([str(path)])
 

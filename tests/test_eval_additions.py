@@ -3,6 +3,8 @@ on image-only models. Real code on synthetic data or the smoke-scale world."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -12,8 +14,8 @@ from vlp_lib import eval as ev
 from vlp_lib import suite
 
 # the smallest suite the tests run: two tasks at smoke scale, a handful of images
-TINY_SUITE = dict(
-    scale="smoke", seed=0, task_train=40, task_test=20, retrieval_images=10, eval_tasks=["shapes10", "count"]
+TINY_SUITE = suite.EvalConfig(
+    tasks=("shapes10", "count"), scale="smoke", seed=0, task_train=40, task_test=20, retrieval_images=10
 )
 
 
@@ -144,7 +146,7 @@ def test_avg3_averages_zero_shot_top5_and_keeps_the_other_keys(monkeypatch):
 
     monkeypatch.setattr(suite, "evaluate_task", evaluate_task)
     monkeypatch.setattr(suite, "evaluate_retrieval", lambda *a, **k: {"mean_recall": 0.5})
-    config = {**TINY_SUITE, "eval_tasks": list(fake)}
+    config = dataclasses.replace(TINY_SUITE, tasks=tuple(fake))
     m = suite.evaluate_suite(TextModel(), lambda texts: None, config)
     assert m["retrieval/mean_recall"] == 0.5
     assert m["avg3/zeroshot_top5"] == pytest.approx(2 * np.mean(list(fake.values())))
@@ -162,7 +164,7 @@ def test_avg3_averages_zero_shot_top5_and_keeps_the_other_keys(monkeypatch):
 def test_suite_on_an_image_only_model(clip_and_tokenizer):
     clip, _ = clip_and_tokenizer
     metrics = suite.evaluate_suite(ImageOnly(clip), None, TINY_SUITE)
-    expected = {f"{t}/{m}" for t in TINY_SUITE["eval_tasks"] for m in ("linear", "knn", "ari", "ami")}
+    expected = {f"{t}/{m}" for t in TINY_SUITE.tasks for m in ("linear", "knn", "ari", "ami")}
     assert set(metrics) == expected
     assert all(np.isfinite(v) for v in metrics.values())
     # chance levels of an image-only model: the same keys, so every metric has its chance level

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -96,8 +98,8 @@ def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):
         "smoke", seed=0, **{**TINY, "world_mix": mix, "world_knobs": {"held_out_shapes": ["ring"]}}
     )
     data = training.world_data(config, world_tokenizer())
-    assert len(data) == config["train_size"] == 128
-    main = world.generate(112, seed=config["world_seed"], image_size=32, held_out_shapes=["ring"])
+    assert len(data) == config.train_size == 128
+    main = world.generate(112, seed=config.world_seed, image_size=32, held_out_shapes=["ring"])
     part = world.generate(16, seed=7, image_size=32, shapes=["ring"], min_objects=1, max_objects=1)
     assert data.captions == list(main.captions) + list(part.captions)
     np.testing.assert_array_equal(data.images[112:], part.images)
@@ -107,8 +109,8 @@ def test_world_mix_replaces_the_last_pairs_at_equal_total(tmp_path):
     assert "source" not in data.extra  # one training set: a method may concat it with its own sources
     # without a mix: the one world, exactly as before
     plain = experiment.make_config("smoke", seed=0, **TINY)
-    assert plain["world_mix"] == [] and training.world_data(plain, world_tokenizer()).captions == list(
-        world.generate(128, seed=plain["world_seed"], image_size=32).captions
+    assert plain.world_mix == () and training.world_data(plain, world_tokenizer()).captions == list(
+        world.generate(128, seed=plain.world_seed, image_size=32).captions
     )
 
 
@@ -123,16 +125,16 @@ def test_eval_probes_false_evaluates_zero_shot_only(monkeypatch):
         tasks, "load_task", lambda name, split, *a, **k: loaded.append(split) or load_task(name, split, *a, **k)
     )
     data, tokenizer, model = experiment.build(config)
-    metrics = suite.evaluate_suite(model, tokenizer, config)
+    metrics = suite.evaluate_suite(model, tokenizer, config.eval)
     assert "train" not in loaded  # no probe, no train split
     assert not any(k.split("/")[1] in ("linear", "knn", "ari", "ami") for k in metrics)
     per_class = {k.rsplit("/", 1)[1]: v for k, v in metrics.items() if k.startswith("shapes24/zeroshot_top1/")}
     assert set(per_class) <= set(tasks.TASKS["shapes24"]["classnames"]) and len(per_class) >= 10
-    test = load_task("shapes24", "test", n=config["task_test"], scale="smoke")
+    test = load_task("shapes24", "test", n=config.eval.task_test, scale="smoke")
     counts = np.bincount(test.labels, minlength=24)
     weighted = sum(per_class[test.classnames[c]] * counts[c] for c in range(24) if counts[c]) / len(test.labels)
     assert weighted == pytest.approx(metrics["shapes24/zeroshot_top1"])
     # chance levels have the same keys
-    assert set(suite.chance_levels(config)) == set(metrics) - {"retrieval/modality_gap"}
+    assert set(suite.chance_levels(config.eval)) == set(metrics) - {"retrieval/modality_gap"}
     with pytest.raises(ValueError, match="eval_probes"):
-        suite.evaluate_suite(model, tokenizer, {**config, "eval_tasks": ["presence"]})
+        suite.evaluate_suite(model, tokenizer, dataclasses.replace(config.eval, tasks=("presence",)))

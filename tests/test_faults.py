@@ -26,7 +26,10 @@ EPISODIC = dict(
     eval_tasks=["shapes10"],
 )
 METRICS = ("final_loss", "shapes10/zeroshot_top1", "shapes10/linear", "retrieval/mean_recall")
-CHILD = "import json, sys; from vlp_lib import experiment; experiment.run(json.loads(sys.argv[1]), progress=False)"
+CHILD = (
+    "import json, sys; from vlp_lib import experiment; "
+    "experiment.run(experiment.RunConfig.from_dict(json.loads(sys.argv[1])), progress=False)"
+)
 
 
 def use_store(monkeypatch, folder):
@@ -41,7 +44,7 @@ def test_sigkill_mid_episode_resumes_to_the_same_metrics(tmp_path, monkeypatch):
 
     use_store(monkeypatch, tmp_path / "killed")
     checkpoint = experiment.checkpoint_path(config)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(config)], env=dict(os.environ))
+    child = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(config.to_dict())], env=dict(os.environ))
     deadline = time.monotonic() + 120
     while not checkpoint.exists() and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -49,7 +52,7 @@ def test_sigkill_mid_episode_resumes_to_the_same_metrics(tmp_path, monkeypatch):
     assert child.wait(30) == -signal.SIGKILL
     state = load_checkpoint(checkpoint)
     assert state is not None and 0 <= state["episode"] < 15  # killed before the end, with a whole checkpoint
-    assert not experiment.runs.record_path(experiment.RUN_KIND, config).exists()
+    assert not experiment.runs.record_path(experiment.RUN_KIND, config.to_dict()).exists()
 
     resumed = experiment.run(config, progress=False)
     for key in METRICS:  # stated tolerance: 1e-6 (the resumed run computes the same operations in the same order)
@@ -74,7 +77,7 @@ def test_corrupt_checkpoints_are_discarded_never_loaded(tmp_path, monkeypatch):
     assert all(torch.equal(v, reference[k]) for k, v in model.state_dict().items())
 
     path.write_bytes(path.read_bytes()[:1000])  # cut short: the next training starts over instead of loading it
-    experiment.runs.discard(experiment.RUN_KIND, config)
+    experiment.runs.discard(experiment.RUN_KIND, config.to_dict())
     with pytest.warns(UserWarning, match="corrupt or cut short"):
         rerun = experiment.run(config, progress=False)
     assert rerun["metrics"]["final_loss"] == pytest.approx(record["metrics"]["final_loss"], abs=1e-6)

@@ -254,6 +254,23 @@ def test_what_is_accepted():
         )
 
 
+def test_typed_arguments_hold_the_defaults_and_the_record_form():
+    config = experiment.make_config("smoke", method="iclip", method_kwargs={"class_data": CLASS_DATA}, **TINY)
+    args = config.method_args
+    assert isinstance(args, ICLIP.Args) and (args.ratio, args.class_set, args.temperature) == (0.5, "all", "shared")
+    assert args.weights == {"clip": 1.0, "cls": 1.0} and args.definitions and not args.text_negatives
+    assert config.to_dict()["method_kwargs"] == {"class_data": CLASS_DATA}  # only what differs from the defaults
+    halved = config.replace(method_kwargs={"class_data": CLASS_DATA, "weights": {"cls": 0.5}})
+    assert halved.method_args.weights == {"clip": 1.0, "cls": 0.5}
+    assert config.replace(method_kwargs={"class_data": CLASS_DATA, "weights": {"clip": 1}}) == config
+    unicl = experiment.make_config("smoke", method="unicl", method_kwargs={"class_data": CLASS_DATA}, **TINY)
+    assert type(unicl.method_args) is UniCL.Args and unicl.method_args.kwargs() == {
+        "ratio": 0.5,
+        "class_data": CLASS_DATA,
+    }
+    assert ICLIP.Args.from_dict({"ratio": 0}).class_data is None  # r = 0 (plain CLIP) needs no class data
+
+
 # ---------------------------------------------------------------- the second retrieval set and two steps
 
 
@@ -268,7 +285,9 @@ def test_second_retrieval_set_has_its_own_seed_and_scenes():
     assert not np.array_equal(first.images, ret.images)
     with pytest.raises(ValueError, match="name"):
         tasks.load_retrieval(n_images=2, name="flickr")
-    chance = suite.chance_levels({"eval_tasks": ["retrieval2"], "retrieval_images": 10, "scale": "smoke"})
+    chance = suite.chance_levels(
+        suite.EvalConfig(tasks=("retrieval2",), scale="smoke", task_train=40, task_test=20, retrieval_images=10)
+    )
     assert chance["retrieval2/i2t_R@1"] == chance["retrieval/i2t_R@1"]
 
 

@@ -19,20 +19,25 @@ def test_every_row_has_a_valid_config_at_equal_samples(monkeypatch):
     for scale in chapter.CHAPTER_SCALES:
         for row in chapter.ROWS:
             c = chapter.config(row, scale, 0)
-            assert c["context_length"] == chapter.CONTEXT_LENGTH and not c["eval_probes"]
-            assert "retrieval2" in c["eval_tasks"] and "shapes10" in c["eval_tasks"]
+            assert c.context_length == chapter.CONTEXT_LENGTH and not c.eval.probes
+            assert "retrieval2" in c.eval.tasks and "shapes10" in c.eval.tasks
             full = chapter.FULL_FACTOR["epochs"] if row.full else 1
-            assert c["epochs"] == chapter.CHAPTER_SCALES[scale]["unit_epochs"] * full  # epochs count the pairs
+            assert c.train.epochs == chapter.CHAPTER_SCALES[scale]["unit_epochs"] * full  # epochs count the pairs
     laptop = {row: chapter.config(row, "laptop") for row in chapter.ROWS}
-    assert laptop[chapter.CLIP]["method"] == "clip" and laptop[chapter.CLIP]["method_kwargs"] == {}
-    assert [laptop[chapter.SWEEP[r]]["method_kwargs"]["ratio"] for r in chapter.RATIOS] == [0.1, 0.25, 0.5, 0.75, 0.9]
-    assert laptop[chapter.NO_DEFINITIONS]["method_kwargs"]["definitions"] is False
-    assert "definitions" not in laptop[chapter.UNICL]["method_kwargs"]
-    half, full = (laptop[r]["method_kwargs"]["class_data"]["n"] for r in (chapter.ICLIP, chapter.ICLIP_FULL))
+    assert laptop[chapter.CLIP].method == "clip" and laptop[chapter.CLIP].to_dict()["method_kwargs"] == {}
+    assert [laptop[chapter.SWEEP[r]].method_args.ratio for r in chapter.RATIOS] == [0.1, 0.25, 0.5, 0.75, 0.9]
+    assert laptop[chapter.NO_DEFINITIONS].method_args.definitions is False
+    assert laptop[chapter.ICLIP].method_args.definitions is True and "definitions" not in vars(
+        laptop[chapter.UNICL].method_args
+    )
+    half, full = (laptop[r].method_args.class_data["n"] for r in (chapter.ICLIP, chapter.ICLIP_FULL))
     assert full == 2 * half == 40_960
     # the sweep's rows differ by the ratio alone: the same pairs, class images, seeds and schedule
-    strip = lambda c: {k: v for k, v in c.items() if k not in ("method_kwargs",)}  # noqa: E731
+    strip = lambda c: {k: v for k, v in c.to_dict().items() if k not in ("method_kwargs",)}  # noqa: E731
     assert all(strip(laptop[chapter.SWEEP[r]]) == strip(laptop[chapter.ICLIP]) for r in chapter.RATIOS)
+    # the record form (the run's key) holds the arguments that differ from their defaults, and reads back
+    for row in chapter.ROWS:
+        assert type(laptop[row]).from_dict(laptop[row].to_dict()) == laptop[row]
 
 
 def test_claims_take_the_paper_numbers_from_paper_py():

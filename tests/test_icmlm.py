@@ -58,7 +58,7 @@ def prepare(cfg):
     data, tokenizer, model = experiment.build(cfg)
     trained = experiment.trained_runs()
     model = experiment.wrap_model(cfg, model, trained)
-    method = create_method(cfg["method"], **experiment.method_arguments(cfg, data, model, tokenizer, trained))
+    method = create_method(cfg.method, **experiment.method_arguments(cfg, data, model, tokenizer, trained))
     data, sampler = method.training_data(data)
     return data, tokenizer, model, method
 
@@ -241,7 +241,7 @@ def test_tp_cluster_targets_are_cached_minilm_kmeans_clusters():
     targets = data.extra["tp_targets"]
     assert targets.shape == (64, 4) and (targets.sum(1) == 1).all()  # one caption per image: one cluster each
     assert len(targets.argmax(1).unique()) == 4
-    again = caption_clusters(data.captions, 4, seed=cfg["seed"])  # cached by captions, k and seed
+    again = caption_clusters(data.captions, 4, seed=cfg.seed)  # cached by captions, k and seed
     assert torch.equal(targets.argmax(1), torch.from_numpy(again))
     result = train(model, method, data, experiment.train_config(cfg, progress=False))
     assert len(result.history) == 2 and all(np.isfinite(h["loss"]) for h in result.history)
@@ -365,7 +365,9 @@ def test_svm_presence_probes_in_the_suite_and_their_chance_levels():
     assert tasks.MULTILABEL_TASKS["objects_shift"]["image_size"] == 64
     assert {tasks.MULTILABEL_TASKS[n]["probe"] for n in ("objects", "objects_shift")} == {"svm"}
     model = ImageOnly(create_model("rn-tiny", 64, 24, image_size=64, seed=0))
-    cfg = {"eval_tasks": ["objects", "objects_shift"], "scale": "smoke", "task_train": 80, "task_test": 40, "seed": 0}
+    cfg = suite.EvalConfig(
+        tasks=("objects", "objects_shift"), scale="smoke", task_train=80, task_test=40, retrieval_images=10, seed=0
+    )
     metrics = suite.evaluate_suite(model, None, cfg)
     chance = suite.chance_levels(cfg, text_tower=False)
     assert set(metrics) == set(chance) == {"objects/map", "objects_shift/map"}
@@ -397,7 +399,7 @@ def test_proxy_task_of_a_stored_icmlm_run_and_the_lm_alone():
     cfg = config("icmlm", head="att-fc", heads=2, **{"lambda": 0.5})
     record = experiment.run(cfg, progress=False, verbose=False)
     model, method, tokenizer, data = experiment.load_trained_method(record)
-    assert isinstance(method, ICMLM) and not method.training and len(data) == cfg["train_size"]
+    assert isinstance(method, ICMLM) and not method.training and len(data) == cfg.train_size
     state = load_checkpoint(record["checkpoint"])["method"]
     assert torch.equal(method.decoder.weight, state["decoder.weight"])  # the trained head, not a new one
     heldout = heldout_pairs(cfg, tokenizer, 30)

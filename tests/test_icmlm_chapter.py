@@ -1,20 +1,24 @@
 """The ICMLM chapter's plan and claims (``vlp_lib.papers.icmlm.book``): configs at equal samples, ICMLM's start from
 TP_Postag, the label sets the world can tell apart, paper numbers, verdicts, bad parameters."""
 
+from typing import cast
+
 import pytest
 
 from vlp_lib.book import claims as claim_lib
 from vlp_lib.data import training
 from vlp_lib.papers.icmlm import lexicon
 from vlp_lib.papers.icmlm.book import chapter, paper
+from vlp_lib.papers.icmlm.method import ICMLMArgs
+from vlp_lib.run_config import RunConfig
 
 
 def _records(values: list[float], metric: str) -> list[dict]:
     return [{"seed": s, "metrics": {metric: v}, "config": {"seed": s}} for s, v in enumerate(values)]
 
 
-def _samples(c: dict) -> float:
-    return c["epochs"] * c["train_size"]
+def _samples(c: RunConfig) -> float:
+    return c.train.epochs * c.train_size
 
 
 def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatch):
@@ -22,10 +26,11 @@ def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatc
     for scale in chapter.CHAPTER_SCALES:
         for row in chapter.ROWS:
             c = chapter.config(row, scale, 1)
-            assert c["model"] == chapter.MODEL and c["image_size"] == chapter.IMAGE_SIZE and c["seed"] == 1
-            assert c["world_knobs"]["mismatch_rate"] == 0.0 and c["world_knobs"]["junk_rate"] == 0.0
+            assert c.model == chapter.MODEL and c.image_size == chapter.IMAGE_SIZE and c.seed == 1
+            assert c.world_knobs["mismatch_rate"] == 0.0 and c.world_knobs["junk_rate"] == 0.0
             if row.method == "icmlm":
-                assert c["method_kwargs"]["init"] == chapter.config(chapter.TP_POSTAG, scale, 1)
+                assert isinstance(c.method_args, ICMLMArgs)
+                assert c.method_args.init == chapter.config(chapter.TP_POSTAG, scale, 1)
     laptop = {row: chapter.config(row, "laptop") for row in chapter.ROWS}
     # the equal-samples control: TP_Postag-2x sees what TP_Postag + the ICMLM phase see together
     assert (
@@ -34,21 +39,23 @@ def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatc
         == _samples(laptop[chapter.TP_POSTAG]) + _samples(laptop[chapter.TFM])
         == 20_480
     )
-    assert laptop[chapter.TFM]["method_kwargs"]["lambda"] == 0.0  # Supp Tab. 2 trains with lambda = 0
-    assert [laptop[r]["method_kwargs"]["lambda"] for r in chapter.lambda_rows([0, 0.1, 1])] == [0.0, 0.1, 1.0]
-    big = laptop[chapter.TFM_BIG]["method_kwargs"]
-    assert (big["layers"], big["heads"]) == (2, 4)
-    assert laptop[chapter.TP_LABEL]["method_kwargs"] == {"label_set": "label"}
-    assert laptop[chapter.TP_CLUSTER]["method_kwargs"] == {"label_set": "cluster", "k": chapter.CLUSTERS}
+    kwargs = {row: c.method_args.to_dict() for row, c in laptop.items()}  # the record form
+    assert kwargs[chapter.TFM]["lambda"] == 0.0  # Supp Tab. 2 trains with lambda = 0 (the default is 0.1)
+    lams = [cast(ICMLMArgs, laptop[r].method_args).lam for r in chapter.lambda_rows([0, 0.1, 1])]
+    assert lams == [0.0, 0.1, 1.0]
+    big = laptop[chapter.TFM_BIG].method_args
+    assert isinstance(big, ICMLMArgs) and (big.layers, big.heads) == (2, 4)
+    assert kwargs[chapter.TP_LABEL] == {"label_set": "label"}
+    assert kwargs[chapter.TP_CLUSTER] == {"label_set": "cluster", "k": chapter.CLUSTERS}
     # the K sweep differs by K alone
-    strip = lambda c: {k: v for k, v in c.items() if k not in ("method_kwargs", "eval_tasks")}  # noqa: E731
+    strip = lambda c: {k: v for k, v in c.to_dict().items() if k not in ("method_kwargs", "eval_tasks")}  # noqa: E731
     assert all(strip(laptop[chapter.SIZES[k]]) == strip(laptop[chapter.TP_POSTAG]) for k in chapter.K_SWEEP)
-    assert [laptop[chapter.SIZES[k]]["method_kwargs"]["k"] for k in chapter.K_SWEEP] == [10, 25, 50, 100]
+    assert [kwargs[chapter.SIZES[k]]["k"] for k in chapter.K_SWEEP] == [10, 25, 50, 100]
     # every row evaluates what its claims read
     for claim in chapter.CLAIMS:
         if claim.metric.startswith(("objects", "shapes_colours")):
             for row in claim.rows():
-                assert claim.metric.split("/")[0] in laptop[row]["eval_tasks"], (claim.id, row.label)
+                assert claim.metric.split("/")[0] in laptop[row].eval.tasks, (claim.id, row.label)
         if claim.metric.startswith("zsl/"):
             assert all(row.zsl for row in claim.rows()), claim.id
         if claim.metric.startswith("proxy/") and claim.metric != chapter.TP_LOSS:

@@ -16,12 +16,15 @@ def test_every_row_has_a_valid_config_with_warmup_at_most_a_tenth(monkeypatch):
     rows = {*chapter.TABLE6, *chapter.BENCHMARK, *chapter.CONTROLS, *chapter.ALPHA_SWEEP}
     for row in rows:
         c = chapter.config(row, "laptop", 0)
-        steps = c["epochs"] * c["train_size"] // c["batch_size"]
-        assert 1 <= c["warmup_steps"] <= 0.1 * steps
-        assert c["augmentation"] == "none"  # the global view G (crop 90-100%)
-        assert {"presence", "relation", *("shapes10", "shapes_colours", "clutter10")} <= set(c["eval_tasks"])
-    assert chapter.config(chapter.CLEAN[0], "laptop")["world_knobs"]["mismatch_rate"] == 0.0
-    assert chapter.config(chapter.CLIP_2E, "laptop")["epochs"] == 2 * chapter.config(chapter.CLIP, "laptop")["epochs"]
+        steps = c.train.epochs * c.train_size // c.train.batch_size
+        assert 1 <= c.train.warmup_steps <= 0.1 * steps
+        assert c.train.augmentation == "none"  # the global view G (crop 90-100%)
+        assert {"presence", "relation", *("shapes10", "shapes_colours", "clutter10")} <= set(c.eval.tasks)
+    assert chapter.config(chapter.CLEAN[0], "laptop").world_knobs["mismatch_rate"] == 0.0
+    assert (
+        chapter.config(chapter.CLIP_2E, "laptop").train.epochs
+        == 2 * chapter.config(chapter.CLIP, "laptop").train.epochs
+    )
 
 
 def test_table6_is_cumulative_and_its_weights_sum_to_one():

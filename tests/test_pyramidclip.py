@@ -133,17 +133,17 @@ def test_summaries_and_rois_become_side_data_of_the_training_pairs():
 
 
 def test_detection_stand_in_probes_score_a_model_and_have_chance_levels():
-    from vlp_lib.suite import chance_levels, evaluate_suite
+    from vlp_lib.suite import EvalConfig, chance_levels, evaluate_suite
 
     model = create_model("rn-tiny", 64, 8, image_size=32, seed=0)
-    config = {
-        "eval_tasks": ["presence", "relation"],
-        "scale": "smoke",
-        "task_train": 120,
-        "task_test": 60,
-        "retrieval_images": 10,
-        "seed": 0,
-    }
+    config = EvalConfig(
+        tasks=("presence", "relation"),
+        scale="smoke",
+        task_train=120,
+        task_test=60,
+        retrieval_images=10,
+        seed=0,
+    )
     metrics = evaluate_suite(model, None, config, text_tower=False)
     chance = chance_levels(config, text_tower=False)
     assert set(metrics) == set(chance) == {"presence/map", "relation/linear"}

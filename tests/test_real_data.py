@@ -67,7 +67,7 @@ def test_csv_of_jpeg_files_trains_with_bpe(tmp_path):
     again, _ = real.load_pairs(csv, world_tokenizer(), 32, workers=0)  # decoded once, then memory-mapped
     assert isinstance(again.images, np.memmap) and np.array_equal(again.images, data.images)
     config = experiment.make_config("smoke", train_data=str(csv), **dict(TINY, batch_size=8))
-    assert config["tokenizer"] == "bpe" and config["train_size"] == 40
+    assert config.tokenizer == "bpe" and config.train_size == 40
     record = experiment.run(config, progress=False)
     assert np.isfinite(record["metrics"]["final_loss"]) and "shapes10/zeroshot_top1" in record["metrics"]
     model, tokenizer = experiment.load_trained(record)
@@ -187,7 +187,7 @@ def test_image_folder_task_is_evaluated_like_a_world_task(tmp_path):
 
     test = tasks.load_task(f"folder:{root}", "test", n=5)
     assert test.classnames == ["cat", "golden retriever"] and len(test) == 5 and test.images.shape[1:] == (224, 224, 3)
-    assert suite.chance_levels(config)["pets/zeroshot_top1"] == pytest.approx(0.5)
+    assert suite.chance_levels(config.eval)["pets/zeroshot_top1"] == pytest.approx(0.5)
 
 
 def test_image_folder_task_refused_or_cleaned(tmp_path):

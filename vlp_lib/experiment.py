@@ -1,16 +1,15 @@
 """One run = generate the world, build the model, train with a method, evaluate, store the record.
 
-Notebooks call ``make_config`` (which validates every parameter before anything is computed) and
-``run`` (which returns the stored record if this exact run already exists). ``load_trained`` rebuilds
-a finished run's model for figures (t-SNE, confusion matrices).
+Notebooks call ``make_config`` (``vlp_lib.run_config``: a typed ``RunConfig``, every parameter checked before
+anything is computed) and ``run`` (which returns the stored record if this exact run already exists).
+``load_trained`` rebuilds a finished run's model for figures (t-SNE, confusion matrices).
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import time
 import warnings
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -18,122 +17,51 @@ import numpy as np
 import torch
 
 from vlp_lib import distributed, runs
-from vlp_lib.config import check_bool, check_positive_int, resolve
-from vlp_lib.data import folder_tasks, real
-from vlp_lib.data import tasks as task_lib
 from vlp_lib.data.paired import PairedData
-from vlp_lib.data.training import (
-    check_tokenizer,
-    check_world_mix,
-    make_tokenizer,
-    training_pairs,
-)
-from vlp_lib.data.world import check_knobs
-from vlp_lib.methods import (
-    MethodContext,
-    check_method_name,
-    create_method,
-    method_class,
-    paper_of,
-)
+from vlp_lib.data.training import make_tokenizer, training_pairs
+from vlp_lib.methods import MethodContext, create_method, method_class, paper_of
 from vlp_lib.methods.base import Method, Trained
-from vlp_lib.models import DEFAULT_PRECISION, check_model_name, create_model
+from vlp_lib.models import create_model
 from vlp_lib.paths import checkpoint_dir
+from vlp_lib.run_config import DEFAULT_EVAL_TASKS, RunConfig, make_config
 from vlp_lib.runs import RUN_KIND
-from vlp_lib.suite import PROBES, RETRIEVALS, evaluate_suite
+from vlp_lib.suite import evaluate_suite
 from vlp_lib.train import TrainConfig, load_checkpoint, train
 
-DEFAULT_EVAL_TASKS = ("shapes10", "shapes_colours", "clutter10", "background", "count")
-_TRAIN_FIELDS = {f.name for f in fields(TrainConfig)} - {"progress"}
+__all__ = [
+    "DEFAULT_EVAL_TASKS",
+    "RUN_KIND",
+    "RunConfig",
+    "build",
+    "build_method",
+    "load_trained",
+    "load_trained_method",
+    "make_config",
+    "method_arguments",
+    "paper",
+    "run",
+    "run_seeds",
+    "stored",
+    "train_config",
+    "trained_runs",
+    "trained_state",
+    "wrap_model",
+]
 
 
-def make_config(
-    scale: str = "laptop",
-    method: str = "clip",
-    seed: int = 0,
-    **overrides: Any,
-) -> dict[str, Any]:
-    """The full, JSON-able config of one run: scale defaults, then explicit ``overrides``.
-
-    Raises ``ValueError`` naming the parameter for anything invalid, before any data or model exists.
-    Keys: model, image_size, train_data ("world", an OpenCLIP CSV or WebDataset shards: ``data.real``), tokenizer
-    ("world" | "bpe": open_clip's BPE; default "world" for the world, "bpe" for real data), train_size, world_seed,
-    world_knobs,
-    world_mix (``check_world_mix``), method, method_kwargs, eval_tasks, eval_probes (``False``: zero-shot only,
-    ``suite.evaluate_suite``), context_length, and every ``TrainConfig`` field (epochs, batch_size, lr, ...).
-    """
-    params = resolve(scale, **overrides)
-    config: dict[str, Any] = {
-        "scale": scale,
-        "method": check_method_name(method),
-        "method_kwargs": dict(params.get("method_kwargs") or {}),
-        "model": check_model_name(params["model"]),
-        "image_size": check_positive_int("image_size", params["image_size"]),
-        "train_size": check_positive_int("train_size", params["train_size"]),
-        "train_data": str(params.get("train_data", "world")),
-        "tokenizer": params.get("tokenizer"),
-        "world_seed": int(params.get("world_seed", 0)),
-        "world_knobs": dict(params.get("world_knobs") or {}),
-        "world_mix": check_world_mix(
-            params.get("world_mix") or [], check_positive_int("train_size", params["train_size"])
-        ),
-        "context_length": check_positive_int("context_length", params.get("context_length", 24)),
-        "eval_tasks": list(params.get("eval_tasks") or DEFAULT_EVAL_TASKS),
-        "eval_probes": check_bool("eval_probes", params.get("eval_probes", True)),
-        "task_train": check_positive_int("task_train", params["task_train"]),
-        "task_test": check_positive_int("task_test", params["task_test"]),
-        "retrieval_images": check_positive_int("retrieval_images", params["retrieval_images"]),
-        "seed": int(seed),
-    }
-    config["world_knobs"] = check_knobs(**config["world_knobs"]) if config["world_knobs"] else {}
-    n_train = config["train_size"]
-    config["tokenizer"] = check_tokenizer(config["tokenizer"], config["train_data"])
-    if not real.is_world(config["train_data"]):
-        if config["world_mix"]:
-            raise ValueError("world_mix mixes generated worlds: it needs train_data='world'")
-        n_train = real.count_pairs(config["train_data"])
-        config["train_data"] = os.path.abspath(config["train_data"])
-        config["train_size"] = n_train
-    for name in config["eval_tasks"]:
-        if folder_tasks.is_folder_task(name):
-            folder_tasks.check_folder_task(name)
-        elif name not in task_lib.TASKS and name not in PROBES and name not in RETRIEVALS:
-            raise ValueError(
-                f"eval_tasks: unknown task {name!r}; known: "
-                f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}, or 'folder:<path>' "
-                "(image folders: data.folder_tasks)"
-            )
-    params.setdefault("precision", DEFAULT_PRECISION[config["model"]])
-    train_cfg = TrainConfig(**{k: params[k] for k in _TRAIN_FIELDS if k in params}, seed=int(seed))
-    train_cfg.validate(n_train)
-    method_class(config["method"]).check_kwargs(config["method_kwargs"], train_cfg.episode_length(n_train))
-    config.update({k: v for k, v in vars(train_cfg).items() if k in _TRAIN_FIELDS})
-    config["betas"] = list(config["betas"])
-    unknown = set(overrides) - set(config) - {"tsne_points"}
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}")
-    method_class(config["method"]).check_config(config)
-    return config
+def train_config(config: RunConfig, progress: bool = True) -> TrainConfig:
+    """The run's training settings, with or without progress bars."""
+    return dataclasses.replace(config.train, progress=progress)
 
 
-def train_config(config: dict[str, Any], progress: bool = True) -> TrainConfig:
-    kwargs = {k: config[k] for k in _TRAIN_FIELDS}
-    kwargs["betas"] = tuple(kwargs["betas"])
-    return TrainConfig(**kwargs, progress=progress)
-
-
-def build(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module]:
+def build(config: RunConfig) -> tuple[PairedData, Any, torch.nn.Module]:
     """Training pairs, tokenizer and a freshly initialised model for ``config``. ``train_data`` is
     "world" (the generated world) or real data (``data.real.load_pairs``: an OpenCLIP CSV or WebDataset shards,
     decoded once into a cache; bad samples skipped and counted)."""
     tokenizer = make_tokenizer(config)
     data = training_pairs(config, tokenizer)
     model = create_model(
-        config["model"],
-        tokenizer.vocab_size,
-        tokenizer.context_length,
-        image_size=config["image_size"],
-        seed=config["seed"],
+        config.model, tokenizer.vocab_size, tokenizer.context_length, image_size=config.image_size, seed=config.seed
     )
     return data, tokenizer, model
 
@@ -144,8 +72,8 @@ def trained_runs() -> Trained:
     ``Method.arguments`` of one run share one teacher object)."""
     loaded: dict[str, tuple[torch.nn.Module, Any]] = {}
 
-    def trained(config: dict[str, Any]) -> tuple[torch.nn.Module, Any]:
-        key = runs.config_hash(config)
+    def trained(config: RunConfig) -> tuple[torch.nn.Module, Any]:
+        key = runs.config_hash(config.to_dict())
         if key not in loaded:
             loaded[key] = load_trained(run(config))
         return loaded[key]
@@ -153,74 +81,78 @@ def trained_runs() -> Trained:
     return trained
 
 
-def wrap_model(config: dict[str, Any], model: torch.nn.Module, trained: Trained | None = None) -> torch.nn.Module:
+def wrap_model(config: RunConfig, model: torch.nn.Module, trained: Trained | None = None) -> torch.nn.Module:
     """The model a run of ``config`` trains and stores (``Method.wrap_model``): the built model itself for every
     method but DIME-FM, whose run trains a composite of the student's image tower and the teacher's text tower."""
-    return method_class(config["method"]).wrap_model(model, dict(config["method_kwargs"]), trained or trained_runs())
+    return method_class(config.method).wrap_model(model, config.method_args, trained or trained_runs())
 
 
 def method_arguments(
-    config: dict[str, Any],
+    config: RunConfig,
     data: PairedData,
     model: torch.nn.Module,
     tokenizer: Any = None,
     trained: Trained | None = None,
 ) -> dict[str, Any]:
-    """The method's constructor arguments: ``method_kwargs`` completed by the method itself
+    """The method's constructor arguments: its typed ``method_args`` completed by the method itself
     (``Method.arguments``) from the data, the model and, when it asks, another run's trained model (``trained``:
     a teacher)."""
     tokenizer = tokenizer or make_tokenizer(config)
     context = MethodContext(config, data, model, tokenizer, trained or trained_runs())
-    return method_class(config["method"]).arguments(dict(config["method_kwargs"]), context)
+    return method_class(config.method).arguments(config.method_args, context)
 
 
-def build_method(config: dict[str, Any]) -> tuple[PairedData, Any, torch.nn.Module, Method]:
+def build_method(config: RunConfig) -> tuple[PairedData, Any, torch.nn.Module, Method]:
     """Training pairs, tokenizer, the freshly initialised model the run trains (``wrap_model``) and its method,
     built from them (``method_arguments``): what a run of ``config`` starts from."""
     data, tokenizer, model = build(config)
     trained = trained_runs()
     model = wrap_model(config, model, trained)
-    method = create_method(config["method"], **method_arguments(config, data, model, tokenizer, trained))
+    method = create_method(config.method, **method_arguments(config, data, model, tokenizer, trained))
     return data, tokenizer, model, method
 
 
-def paper(config: dict[str, Any]) -> str | None:
+def paper(config: RunConfig) -> str | None:
     """The paper whose code (with the core) computes the run ``config``: the one that defines its method
     (``methods.paper_of``; ``None`` for CLIP, a core method). Its records carry that paper's fingerprint."""
-    return paper_of(config["method"])
+    return paper_of(config.method)
 
 
-def stored(config: dict[str, Any]) -> dict | None:
+def stored(config: RunConfig) -> dict | None:
     """The stored, current record of the run ``config``, or ``None`` (never trains)."""
-    return runs.load(RUN_KIND, config, paper=paper(config))
+    return runs.load(RUN_KIND, config.to_dict(), paper=paper(config))
 
 
-def checkpoint_path(config: dict[str, Any]) -> Path:
+def checkpoint_path(config: RunConfig) -> Path:
     fingerprint = runs.code_fingerprint(paper(config))
-    return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config)}-{fingerprint}.pt"
+    return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config.to_dict())}-{fingerprint}.pt"
 
 
-def run(config: dict[str, Any], progress: bool = True, verbose: bool = True) -> dict:
+def run(config: RunConfig, progress: bool = True, verbose: bool = True) -> dict:
     """Train and evaluate ``config`` (or load its stored record). Across processes (``torchrun``,
     ``vlp_lib.distributed``) every rank trains its share of each batch; rank 0 alone evaluates and writes the record,
     which every rank returns."""
     ranks = distributed.world()
     if not ranks.parallel:
         return runs.cached(
-            RUN_KIND, config, lambda: _evaluate(config, *_train(config, progress)), verbose=verbose, paper=paper(config)
+            RUN_KIND,
+            config.to_dict(),
+            lambda: _evaluate(config, *_train(config, progress)),
+            verbose=verbose,
+            paper=paper(config),
         )
     record = stored(config)
     if record is None:
         trained = _train(config, progress and ranks.is_main)
         if ranks.is_main:
-            runs.save_result(RUN_KIND, config, _evaluate(config, *trained), paper=paper(config))
+            runs.save_result(RUN_KIND, config.to_dict(), _evaluate(config, *trained), paper=paper(config))
         distributed.barrier()
         record = stored(config)
     assert record is not None, "rank 0 stored the run"
     return record
 
 
-def _train(config: dict[str, Any], progress: bool) -> tuple[torch.nn.Module, Any, Any, int, float]:
+def _train(config: RunConfig, progress: bool) -> tuple[torch.nn.Module, Any, Any, int, float]:
     """Build and train the run: the trained model, tokenizer, ``TrainResult``, training pairs and setup seconds."""
     t0 = time.perf_counter()
     data, tokenizer, model, method = build_method(config)
@@ -231,11 +163,11 @@ def _train(config: dict[str, Any], progress: bool) -> tuple[torch.nn.Module, Any
 
 
 def _evaluate(
-    config: dict[str, Any], model: torch.nn.Module, tokenizer: Any, result: Any, n_pairs: int, t_setup: float
+    config: RunConfig, model: torch.nn.Module, tokenizer: Any, result: Any, n_pairs: int, t_setup: float
 ) -> dict[str, Any]:
     """The record's content: the evaluation suite's metrics, timings, the thinned loss history."""
     t0 = time.perf_counter()
-    metrics = evaluate_suite(model, tokenizer, config)
+    metrics = evaluate_suite(model, tokenizer, config.eval)
     t_eval = time.perf_counter() - t0
     metrics["train_samples_per_s"] = result.samples_per_s
     metrics["final_loss"] = float(np.mean([h["loss"] for h in result.history[-10:]]))
@@ -249,22 +181,18 @@ def _evaluate(
     }
 
 
-def run_seeds(config: dict[str, Any], seeds: list[int], progress: bool = True) -> list[dict]:
+def run_seeds(config: RunConfig, seeds: list[int], progress: bool = True) -> list[dict]:
     """The same run for each seed (the seed fixes init, data order and augmentation)."""
-    return [run({**config, "seed": int(s)}, progress=progress) for s in seeds]
+    return [run(config.replace(seed=int(s)), progress=progress) for s in seeds]
 
 
 def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
     """The trained model (eval mode) and tokenizer of a stored run: the model it trained (``wrap_model``; for
     DIME-FM the composite, its teacher loaded through its own stored run)."""
-    config = record["config"]
+    config = RunConfig.from_dict(record["config"])
     tokenizer = make_tokenizer(config)
     model = create_model(
-        config["model"],
-        tokenizer.vocab_size,
-        tokenizer.context_length,
-        image_size=config["image_size"],
-        seed=config["seed"],
+        config.model, tokenizer.vocab_size, tokenizer.context_length, image_size=config.image_size, seed=config.seed
     )
     model = wrap_model(config, model)
     model.load_state_dict(trained_state(record)["model"])
@@ -282,7 +210,7 @@ def trained_state(record: dict) -> dict[str, Any]:
             stacklevel=2,
         )
         runs.discard(RUN_KIND, record["config"])
-        state = load_checkpoint(run(record["config"], verbose=False)["checkpoint"])
+        state = load_checkpoint(run(RunConfig.from_dict(record["config"]), verbose=False)["checkpoint"])
         assert state is not None, f"run {record['config_hash']}: the recomputed checkpoint cannot be read"
     return state
 
@@ -291,7 +219,7 @@ def load_trained_method(record: dict) -> tuple[torch.nn.Module, Method, Any, Pai
     """The trained model and the trained method (both in eval mode: a method's own heads, e.g. ICMLM's masked-word
     predictor, which the run discards after training), the tokenizer and the training pairs of a stored run. The
     method is rebuilt as the run built it (``build_method``), then given its trained state from the checkpoint."""
-    data, tokenizer, model, method = build_method(record["config"])
+    data, tokenizer, model, method = build_method(RunConfig.from_dict(record["config"]))
     state = trained_state(record)
     model.load_state_dict(state["model"])
     method.load_state_dict(state["method"])

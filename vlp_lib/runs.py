@@ -36,7 +36,7 @@ import platform
 import subprocess
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -69,8 +69,11 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def config_hash(config: dict[str, Any]) -> str:
-    """A short stable hash of a JSON-able config (key order does not matter)."""
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A short stable hash of a JSON-able config (key order does not matter). A typed config is hashed in its record
+    form (``RunConfig.to_dict()``); passing the object itself is refused rather than hashed by its ``str``."""
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a JSON-able dict (a RunConfig's to_dict()), got {type(config).__name__}")
     return hashlib.sha256(_canonical(config).encode()).hexdigest()[:16]
 
 

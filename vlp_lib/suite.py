@@ -15,7 +15,8 @@ clustering): the zero-shot and retrieval keys are absent from its metrics, and `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,36 @@ AVERAGE_GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "avg7": (task_lib.SEVEN_TASKS, AVG3_METRICS),
     "robust4": (task_lib.ROBUST_TASKS, ("zeroshot_top1",)),
 }
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What a run evaluates (``evaluate_suite``): the ``tasks`` of ``eval_tasks`` (world tasks, ``PROBES``,
+    ``RETRIEVALS``, ``folder:<path>``) at ``scale``'s task sets, ``task_train`` / ``task_test`` images per split,
+    ``retrieval_images`` images of the retrieval set, the probes' ``seed``, and ``probes`` (``False``: zero-shot
+    only). A run config nests one (``RunConfig.eval``); its record keeps the flat keys (``from_record``)."""
+
+    tasks: tuple[str, ...]
+    scale: str
+    task_train: int
+    task_test: int
+    retrieval_images: int
+    seed: int = 0
+    probes: bool = True
+
+    @classmethod
+    def from_record(cls, config: Mapping[str, Any]) -> EvalConfig:
+        """The evaluation settings of a record's config (or any mapping with its keys: ``eval_tasks``, ``scale``,
+        ``task_train``, ``task_test``, ``retrieval_images``, ``seed``, ``eval_probes``)."""
+        return cls(
+            tasks=tuple(config["eval_tasks"]),
+            scale=config["scale"],
+            task_train=int(config["task_train"]),
+            task_test=int(config["task_test"]),
+            retrieval_images=int(config["retrieval_images"]),
+            seed=int(config.get("seed", 0)),
+            probes=bool(config.get("eval_probes", True)),
+        )
 
 
 def _text_tower(model: Any, tokenizer: Any, text_tower: bool | None) -> bool:
@@ -210,9 +241,9 @@ def group_averages(metrics: dict[str, float], eval_tasks: Any) -> dict[str, floa
 
 
 def evaluate_suite(
-    model: torch.nn.Module, tokenizer: Any, config: dict[str, Any], text_tower: bool | None = None
+    model: torch.nn.Module, tokenizer: Any, config: EvalConfig, text_tower: bool | None = None
 ) -> dict[str, float]:
-    """Every metric for ``config['eval_tasks']`` plus retrieval; ``avg3/<metric>`` averages the three
+    """Every metric for ``config.tasks`` plus retrieval; ``avg3/<metric>`` averages the three
     tasks standing in for CIFAR-10, CIFAR-100 and STL-10 (ProtoCLIP IV-D reports that average) for
     zero-shot top-1 and top-5 (the ImageNet top-1 / top-5 stand-ins), linear probe and k-NN; ``avg7/<metric>``
     the same over the seven original tasks (DIME-FM's ELEVATER stand-in) and ``robust4/zeroshot_top1`` the
@@ -222,37 +253,33 @@ def evaluate_suite(
     no ``*/zeroshot_*`` and no ``retrieval/*`` (nor ``retrieval2/*``) keys; ``tokenizer`` may then be ``None``."""
     text_tower = _text_tower(model, tokenizer, text_tower)
     metrics: dict[str, float] = {}
-    for name in config["eval_tasks"]:
+    for name in config.tasks:
         if name in RETRIEVALS:
             values = (
-                evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"], name)
-                if text_tower
-                else {}
+                evaluate_retrieval(model, tokenizer, config.scale, config.retrieval_images, name) if text_tower else {}
             )
         elif name in PROBES:
-            if not config.get("eval_probes", True):
+            if not config.probes:
                 raise ValueError(f"eval_tasks: {name!r} is a probe, but eval_probes is False (zero-shot only)")
-            values = evaluate_probe(
-                model, name, config["scale"], config["task_train"], config["task_test"], seed=config["seed"]
-            )
+            values = evaluate_probe(model, name, config.scale, config.task_train, config.task_test, seed=config.seed)
         else:
             values = evaluate_task(
                 model,
                 tokenizer,
                 name,
-                config["scale"],
-                config["task_train"],
-                config["task_test"],
-                seed=config["seed"],
+                config.scale,
+                config.task_train,
+                config.task_test,
+                seed=config.seed,
                 text_tower=text_tower,
-                probes=config.get("eval_probes", True),
+                probes=config.probes,
             )
         for key, value in values.items():
             metrics[f"{folder_tasks.metric_name(name)}/{key}"] = float(value)
     if text_tower:
-        for key, value in evaluate_retrieval(model, tokenizer, config["scale"], config["retrieval_images"]).items():
+        for key, value in evaluate_retrieval(model, tokenizer, config.scale, config.retrieval_images).items():
             metrics[f"retrieval/{key}"] = float(value)
-    metrics.update(group_averages(metrics, config["eval_tasks"]))
+    metrics.update(group_averages(metrics, config.tasks))
     return metrics
 
 
@@ -279,30 +306,30 @@ def zero_shot_per_class(
     return {task.classnames[c]: value for c, value in accuracy.items()}
 
 
-def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, float]:
+def chance_levels(config: EvalConfig, text_tower: bool = True) -> dict[str, float]:
     """What a random guesser scores on each metric of ``evaluate_suite`` (same keys): 1/C for top-1,
     linear and k-NN, min(5, C)/C for top-5, 0 for ARI/AMI (adjusted for chance by construction), and
     the exact expectation of a random ranking for retrieval. ``text_tower=False``: the keys of an image-only
-    model (no zero-shot, no retrieval); ``config["eval_probes"]`` False: no probe keys."""
+    model (no zero-shot, no retrieval); ``config.probes`` False: no probe keys."""
     from vlp_lib.eval import chance_level, retrieval_chance
 
     out: dict[str, float] = {}
-    for name in config["eval_tasks"]:
+    for name in config.tasks:
         if name in RETRIEVALS:
             if text_tower:
-                chance = retrieval_chance(config["retrieval_images"])
+                chance = retrieval_chance(config.retrieval_images)
                 out.update({f"{name}/{key}": value for key, value in chance.items()})
             continue
         if name in task_lib.MULTILABEL_TASKS:  # a random scorer's AP of a class is its prevalence
-            targets = task_lib.load_multilabel_task(name, "test", n=config["task_test"], scale=config["scale"]).targets
+            targets = task_lib.load_multilabel_task(name, "test", n=config.task_test, scale=config.scale).targets
             present = targets.sum(0) > 0
             out[f"{name}/map"] = float(targets.mean(0)[present].mean())
             continue
         if name == "relation":
-            labels = task_lib.load_relation_task("test", n=config["task_test"], scale=config["scale"]).labels
+            labels = task_lib.load_relation_task("test", n=config.task_test, scale=config.scale).labels
             out["relation/linear"] = chance_level(labels, k=1)
             continue
-        test = task_lib.load_task(name, "test", n=config["task_test"], scale=config["scale"])
+        test = task_lib.load_task(name, "test", n=config.task_test, scale=config.scale)
         top1 = chance_level(test.labels, k=1)
         name = folder_tasks.metric_name(name)
         if text_tower:
@@ -316,10 +343,10 @@ def chance_levels(config: dict[str, Any], text_tower: bool = True) -> dict[str, 
                         for c in np.unique(test.labels)
                     }
                 )
-        if config.get("eval_probes", True):
+        if config.probes:
             out.update({f"{name}/linear": top1, f"{name}/knn": top1, f"{name}/ari": 0.0, f"{name}/ami": 0.0})
     if text_tower:
-        for key, value in retrieval_chance(config["retrieval_images"]).items():
+        for key, value in retrieval_chance(config.retrieval_images).items():
             out[f"retrieval/{key}"] = value
-    out.update(group_averages(out, config["eval_tasks"]))
+    out.update(group_averages(out, config.tasks))
     return out

@@ -53,7 +53,7 @@ from vlp_lib.models import model_image_size
 PRECISIONS = ("fp32", "bf16")
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     epochs: float = 4.0  # training amount in passes over the data: n_episodes = epochs * N / episode_size
     batch_size: int = 256

@@ -7,9 +7,10 @@ from typing import Any, TypeVar, cast
 
 from vlp_lib import experiment
 from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.run_config import RunConfig
 
 R = TypeVar("R", bound=Hashable)
-ConfigFn = Callable[[Any, str, int], dict]  # (row, scale, seed) -> a validated run config
+ConfigFn = Callable[[Any, str, int], RunConfig]  # (row, scale, seed) -> a validated run config
 
 
 def seeds_parameter(scale: str, seeds: Any, default: Sequence[int], name: str = "seeds") -> list[int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Episode, Method, MethodContext
 from vlp_lib.methods.clip import CLIP
 
@@ -75,6 +76,7 @@ __all__ = [
     "Batch",
     "Episode",
     "Method",
+    "MethodArgs",
     "MethodContext",
     "CLIP",
     "PAPERS_PACKAGE",

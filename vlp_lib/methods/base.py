@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -13,6 +13,7 @@ from torch import nn
 from vlp_lib.data.paired import PairedData
 from vlp_lib.data.sampler import Sampler
 from vlp_lib.data.transforms import AUGMENTATIONS
+from vlp_lib.methods.args import MethodArgs
 from vlp_lib.models import clamp_logit_scale_
 
 
@@ -130,18 +131,18 @@ class Batch:
 
 
 # what a method asks for a trained run with: a run config -> (trained model in eval mode, its tokenizer)
-Trained = Callable[[dict[str, Any]], tuple[nn.Module, Any]]
+Trained = Callable[[Any], tuple[nn.Module, Any]]  # a RunConfig -> the trained model (eval mode) and its tokenizer
 
 
 @dataclass
 class MethodContext:
-    """What a method may build its arguments from (``Method.arguments``): the run's config, its training pairs
-    (``data.extra`` may be extended with side data), the freshly initialised model (already ``wrap_model``-ed),
-    the tokenizer and ``trained(config)``: the trained model (eval mode) and tokenizer of another run, trained first
-    if it is not stored (``experiment.trained_runs``), e.g. a frozen teacher. The runner supplies ``trained``, so a
-    method never imports the runner."""
+    """What a method may build its arguments from (``Method.arguments``): the run's config (a
+    ``vlp_lib.run_config.RunConfig``), its training pairs (``data.extra`` may be extended with side data), the freshly
+    initialised model (already ``wrap_model``-ed), the tokenizer and ``trained(config)``: the trained model (eval
+    mode) and tokenizer of another run, trained first if it is not stored (``experiment.trained_runs``), e.g. a
+    frozen teacher. The runner supplies ``trained``, so a method never imports the runner."""
 
-    config: dict[str, Any]
+    config: Any  # RunConfig (which imports the method registry, so it is not named here)
     data: PairedData
     model: nn.Module
     tokenizer: Any
@@ -156,25 +157,26 @@ class Method(nn.Module):
     trainer checks both before any compute (``check_data``). An instance may set its own in ``__init__``."""
 
     name = "base"
+    # the arguments a run config may set, typed, with their defaults (``vlp_lib.methods.args``)
+    Args: ClassVar[type[MethodArgs]] = MethodArgs
     # whether the loss is right across processes (``vlp_lib.distributed``): every batch-global quantity gathered
     distributed = False
     required_extras: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
 
     @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        """``ValueError`` naming the parameter for invalid method arguments (called before any compute)."""
-        if kwargs:
-            raise ValueError(f"method_kwargs: {cls.name} takes no arguments, got {sorted(kwargs)}")
+    def check_args(cls, args: MethodArgs, episode_size: int) -> None:
+        """``ValueError`` naming the argument for what ``args`` (``cls.Args``, already typed) cannot be at this
+        ``episode_size`` (called before any compute). Default: nothing beyond the types of ``Args``."""
 
     @classmethod
-    def check_config(cls, config: dict[str, Any]) -> None:
-        """``ValueError`` naming the parameter for what the method cannot run with given the whole run config
-        (``make_config`` calls it last, before any compute): e.g. a student larger than its teacher. Default:
-        nothing to check beyond ``check_kwargs``."""
+    def check_config(cls, config: Any) -> None:
+        """``ValueError`` naming the parameter for what the method cannot run with given the whole run config (a
+        ``RunConfig``; ``make_config`` calls it last, before any compute): e.g. a student larger than its teacher.
+        Default: nothing to check beyond ``check_args``."""
 
     @classmethod
-    def wrap_model(cls, model: nn.Module, kwargs: dict[str, Any], trained: Trained) -> nn.Module:
+    def wrap_model(cls, model: nn.Module, args: MethodArgs, trained: Trained) -> nn.Module:
         """The model the run trains, evaluates and checkpoints, from the freshly built one (``experiment.run``)
         or the one a stored checkpoint is loaded into (``experiment.load_trained``): the same call in both, so
         a checkpoint always fits. ``trained(config)`` gives another run's trained model (a teacher). Default:
@@ -182,11 +184,11 @@ class Method(nn.Module):
         return model
 
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
-        """The constructor arguments of a run from its ``method_kwargs`` and what exists only once data and model
-        do (``context``): a method that needs a teacher's features, the image tower or side data prepared from
-        the training pairs builds them here. The default passes ``kwargs`` unchanged."""
-        return dict(kwargs)
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
+        """The constructor's keyword arguments of a run from its typed ``args`` and what exists only once data and
+        model do (``context``): a method that needs a teacher's features, the image tower or side data prepared from
+        the training pairs builds them here. The default passes every argument of ``args`` unchanged."""
+        return args.kwargs()
 
     def check_data(self, data: PairedData) -> None:
         """``ValueError`` naming what is missing when ``data`` lacks side data the method reads, or the method asks

@@ -21,7 +21,7 @@ at temperatures 1 / 3 / 7, Supp A.1's effective scales mu = 100 / 33.3 / 14.3 (n
 - L_p-vl's pseudo texts are the teacher image features of the same batch ("intra", the code's) or, Supp G's
   "inter-batch" variant, of another batch: here the episode's previous batch (the last one for the first), a
   pure function of the episode's order, so a resumed run is exact.
-- The teacher is an ordinary CLIP run of this book (``method_kwargs["teacher"]``: its full config), trained once
+- The teacher is an ordinary CLIP run of this book (``DIMEFMArgs.teacher``: its ``RunConfig``), trained once
   and stored like any run, loaded frozen. Its features of each corpus are cached (``teachers.frozen_arrays``,
   keyed by the teacher's config hash, the corpus and the code fingerprint).
 """
@@ -29,8 +29,9 @@ at temperatures 1 / 3 / 7, Supp A.1's effective scales mu = 100 / 33.3 / 14.3 (n
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 import open_clip
@@ -43,9 +44,11 @@ from vlp_lib.config import check_bool
 from vlp_lib.data.corpora import build_corpus, check_corpus, constructed_parts
 from vlp_lib.data.paired import PairedData, concat, tokenize_all
 from vlp_lib.data.sampler import EpisodeSampler, Sampler
+from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Episode, Method, MethodContext, Trained
 from vlp_lib.models import CompositeCLIP, count_parameters
 from vlp_lib.papers.dimefm.loss import check_lambdas, dimefm_loss
+from vlp_lib.run_config import RunConfig
 from vlp_lib.runs import paper_of_module
 
 PAPER = paper_of_module(__name__)  # whose fingerprint keys what this module caches
@@ -55,37 +58,86 @@ POLICIES = ("train", "reuse")  # teacher_policy: train the teacher run if it is 
 PVL = ("intra", "inter")  # L_p-vl's pseudo texts: this batch's teacher image features, or the previous batch's
 
 
-def teacher_stored(teacher: dict[str, Any]) -> bool:
+def teacher_stored(teacher: RunConfig) -> bool:
     """Whether the teacher run is in the results store with the current code (``experiment.stored``)."""
     return experiment.stored(teacher) is not None
 
 
-def check_teacher(teacher: Any, policy: Any = "train") -> dict[str, Any]:
-    """``ValueError`` naming ``teacher`` unless it is the full config of a CLIP run (``experiment.make_config``'s
-    output, unchanged by making it again: its hash is the stored run's key), or ``teacher_policy`` if it is not
-    one of ``POLICIES`` or is ``"reuse"`` and the teacher run is not stored."""
-    if not isinstance(teacher, dict) or not {"scale", "method", "seed"} <= set(teacher):
+def read_teacher(teacher: Any) -> RunConfig:
+    """``teacher`` (a ``RunConfig`` or its record form, ``RunConfig.to_dict``) as a ``RunConfig``: ``ValueError``
+    naming ``teacher`` unless it is the config of a CLIP run, valid as ``experiment.make_config`` checks it (a
+    record form is read back in full, so its key in the results store is that of the config ``make_config``
+    returns)."""
+    if isinstance(teacher, RunConfig):
+        method = teacher.method
+    elif isinstance(teacher, Mapping) and {"scale", "method", "seed"} <= set(teacher):
+        method = teacher["method"]
+    else:
         raise ValueError(f"teacher must be a run config (experiment.make_config(...)), got {teacher!r}")
-    if teacher["method"] != "clip":
-        raise ValueError(
-            f"teacher must be a CLIP run (method 'clip'): DIME-FM distils a CLIP, got method {teacher['method']!r}"
-        )
-    rest = {k: v for k, v in teacher.items() if k not in ("scale", "method", "seed")}
+    if method != "clip":
+        raise ValueError(f"teacher must be a CLIP run (method 'clip'): DIME-FM distils a CLIP, got method {method!r}")
+    if isinstance(teacher, RunConfig):
+        return teacher
     try:
-        remade = experiment.make_config(teacher["scale"], teacher["method"], teacher["seed"], **rest)
+        return RunConfig.from_dict(teacher)
     except ValueError as err:
         raise ValueError(f"teacher: {err}") from None
-    if remade != teacher:
-        changed = sorted(k for k in remade if remade[k] != teacher.get(k))
-        raise ValueError(f"teacher must be a config as experiment.make_config returns it; these keys differ: {changed}")
-    if policy not in POLICIES:
-        raise ValueError(f"teacher_policy must be one of {POLICIES}, got {policy!r}")
+
+
+def check_teacher_policy(teacher: RunConfig, policy: str) -> None:
+    """``ValueError`` naming ``teacher_policy`` if it is ``"reuse"`` and the teacher run is not stored."""
     if policy == "reuse" and not teacher_stored(teacher):
         raise ValueError(
             "teacher_policy 'reuse': the teacher run is not stored (with this code); train it first "
             "(experiment.run(teacher)) or use teacher_policy 'train'"
         )
-    return teacher
+
+
+@dataclass(frozen=True)
+class DIMEFMArgs(MethodArgs):
+    """DIME-FM's arguments in a run config (``method_kwargs``), with their defaults; ``DIMEFM`` describes the loss'
+    ones. ``teacher`` (required) is the run config of the CLIP to distil (``experiment.make_config``; a record form
+    is read back); ``teacher_policy`` "train" trains it if it is not stored, "reuse" requires it stored; ``texts``
+    is "own" (the image corpus' captions) or a corpus spec (``data.corpora.check_corpus``)."""
+
+    method: ClassVar[str] = "DIME-FM"
+
+    teacher: RunConfig
+    teacher_policy: Literal["train", "reuse"] = "train"
+    texts: str | dict[str, Any] = OWN
+    paired: bool = False
+    lambda1: float = 0.3
+    lambda2: float = 0.0
+    pvl: Literal["intra", "inter"] = "intra"
+
+    @classmethod
+    def from_dict(cls, kwargs: Mapping[str, Any] | None) -> DIMEFMArgs:
+        """``MethodArgs.from_dict``, the teacher required and read first (``read_teacher``)."""
+        if isinstance(kwargs, cls):
+            return kwargs
+        if kwargs is None or (isinstance(kwargs, Mapping) and "teacher" not in kwargs):
+            raise ValueError("teacher is required: the run config of the CLIP to distil (experiment.make_config)")
+        if isinstance(kwargs, Mapping):
+            kwargs = {**kwargs, "teacher": read_teacher(kwargs["teacher"])}
+        return super().from_dict(kwargs)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "teacher", read_teacher(self.teacher))  # a record form read back (frozen)
+        if self.teacher_policy not in POLICIES:
+            raise ValueError(f"teacher_policy must be one of {POLICIES}, got {self.teacher_policy!r}")
+        check_lambdas(self.lambda1, self.lambda2)
+        if self.pvl not in PVL:
+            raise ValueError(f"pvl must be one of {PVL}, got {self.pvl!r}")
+        if self.texts != OWN:
+            try:
+                check_corpus(self.texts)
+            except ValueError as err:
+                raise ValueError(f"texts must be {OWN!r} or a corpus spec: {err}") from None
+        check_bool("paired", self.paired)
+        if self.paired and self.texts != OWN:
+            raise ValueError(
+                f"paired=True pairs each image with its own caption: it needs texts={OWN!r}, got {self.texts!r}"
+            )
 
 
 def image_tower_size(model: str, image_size: int) -> tuple[int, int]:
@@ -98,13 +150,14 @@ def image_tower_size(model: str, image_size: int) -> tuple[int, int]:
     return count_parameters(tower), int(tower.output_dim)
 
 
-def image_corpus_key(config: dict[str, Any], data: PairedData) -> dict[str, Any]:
+def image_corpus_key(config: RunConfig, data: PairedData) -> dict[str, Any]:
     """What fixes a run's image corpus (its own training world and any ``world_mix``, or CSV), for the
     teacher-feature cache, with a digest of the corpus' captions: features cached for other data (a config key
     this list forgot, a CSV edited in place) are never read back."""
     keys = ("train_data", "train_size", "world_seed", "world_knobs", "world_mix", "image_size")
     digest = hashlib.sha256("\n".join(data.captions).encode()).hexdigest()[:16]
-    return {**{k: config.get(k) for k in keys}, "captions_sha256": digest}
+    record = config.to_dict()
+    return {**{k: record.get(k) for k in keys}, "captions_sha256": digest}
 
 
 class DIMEFM(Method):
@@ -126,14 +179,14 @@ class DIMEFM(Method):
 
     name = "dimefm"
     required_extras = ("teacher_image", "teacher_text")
-    ARGUMENTS = ("teacher", "teacher_policy", "texts", "paired", "lambda1", "lambda2", "pvl")
+    Args: ClassVar[type[MethodArgs]] = DIMEFMArgs
 
     def __init__(
         self,
-        lambda1: float = 0.3,
-        lambda2: float = 0.0,
-        pvl: str = "intra",
-        paired: bool = False,
+        lambda1: float = DIMEFMArgs.lambda1,
+        lambda2: float = DIMEFMArgs.lambda2,
+        pvl: str = DIMEFMArgs.pvl,
+        paired: bool = DIMEFMArgs.paired,
         text_data: PairedData | None = None,
     ) -> None:
         super().__init__()
@@ -144,71 +197,55 @@ class DIMEFM(Method):
         self._episode_images: np.ndarray | None = None  # the episode's image order, for inter-batch L_p-vl
 
     @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        unknown = set(kwargs) - set(cls.ARGUMENTS)
-        if unknown:
-            raise ValueError(f"method_kwargs: unknown DIME-FM argument(s) {sorted(unknown)}; known: {cls.ARGUMENTS}")
-        if "teacher" not in kwargs:
-            raise ValueError("teacher is required: the run config of the CLIP to distil (experiment.make_config)")
-        check_lambdas(kwargs.get("lambda1", 0.3), kwargs.get("lambda2", 0.0))
-        if kwargs.get("pvl", "intra") not in PVL:
-            raise ValueError(f"pvl must be one of {PVL}, got {kwargs['pvl']!r}")
-        texts, paired = kwargs.get("texts", OWN), kwargs.get("paired", False)
-        if texts != OWN:
-            try:
-                check_corpus(texts)
-            except ValueError as err:
-                raise ValueError(f"texts must be {OWN!r} or a corpus spec: {err}") from None
-        check_bool("paired", paired)
-        if paired and texts != OWN:
-            raise ValueError(
-                f"paired=True pairs each image with its own caption: it needs texts={OWN!r}, got {texts!r}"
-            )
-        check_teacher(kwargs["teacher"], kwargs.get("teacher_policy", "train"))
+    def check_args(cls, args: MethodArgs, episode_size: int) -> None:
+        """``teacher_policy`` "reuse": the teacher run must be stored (``DIMEFMArgs`` checks the rest)."""
+        a = cast(DIMEFMArgs, args)
+        check_teacher_policy(a.teacher, a.teacher_policy)
 
     @classmethod
-    def check_config(cls, config: dict[str, Any]) -> None:
+    def check_config(cls, config: RunConfig) -> None:
         """The student (``model`` at ``image_size``) must not be larger than the teacher in the image tower and must
         embed into its width (the composite pairs it with the teacher's text tower); both tokenise to one
         ``context_length``; a constructed corpus has at most ``train_size`` query images."""
-        teacher = config["method_kwargs"]["teacher"]
-        student_params, student_dim = image_tower_size(config["model"], config["image_size"])
-        teacher_params, teacher_dim = image_tower_size(teacher["model"], teacher["image_size"])
+        args = cast(DIMEFMArgs, config.method_args)
+        teacher = args.teacher
+        student_params, student_dim = image_tower_size(config.model, config.image_size)
+        teacher_params, teacher_dim = image_tower_size(teacher.model, teacher.image_size)
         if student_params > teacher_params:
             raise ValueError(
-                f"model: a student larger than the teacher: {config['model']}'s image tower has "
-                f"{student_params:,} parameters, the teacher {teacher['model']}'s {teacher_params:,}"
+                f"model: a student larger than the teacher: {config.model}'s image tower has "
+                f"{student_params:,} parameters, the teacher {teacher.model}'s {teacher_params:,}"
             )
         if student_dim != teacher_dim:
             raise ValueError(
-                f"model: the student {config['model']} embeds images into {student_dim} dimensions, the "
-                f"teacher {teacher['model']} into {teacher_dim}: the student must embed into the "
+                f"model: the student {config.model} embeds images into {student_dim} dimensions, the "
+                f"teacher {teacher.model} into {teacher_dim}: the student must embed into the "
                 f"teacher's width (its text tower is the teacher's)"
             )
-        if config["context_length"] != teacher["context_length"]:
+        if config.context_length != teacher.context_length:
             raise ValueError(
-                f"context_length ({config['context_length']}) must be the teacher's "
-                f"({teacher['context_length']}): the student's texts go through the teacher's text tower"
+                f"context_length ({config.context_length}) must be the teacher's "
+                f"({teacher.context_length}): the student's texts go through the teacher's text tower"
             )
-        texts = config["method_kwargs"].get("texts", OWN)
-        for spec in constructed_parts(texts):
-            if spec["queries"] > config["train_size"]:
+        for spec in constructed_parts(args.texts):
+            if spec["queries"] > config.train_size:
                 raise ValueError(
                     f"texts: a constructed corpus of {spec['queries']} queries needs as many images; "
-                    f"the image corpus has train_size = {config['train_size']}"
+                    f"the image corpus has train_size = {config.train_size}"
                 )
 
     @classmethod
-    def wrap_model(cls, model: nn.Module, kwargs: dict[str, Any], trained: Trained) -> nn.Module:
+    def wrap_model(cls, model: nn.Module, args: MethodArgs, trained: Trained) -> nn.Module:
         """The student's image tower + the frozen teacher's text tower at logit scale 100 (``CompositeCLIP``): what
         ``get_loss`` trains (``student_text_feat = teacher_text_feat``) and the zero-shot model of the official
         evaluation (``clip_vit_img_only.py``: the student's image encoder, CLIP-L/14's text encoder)."""
-        check_teacher(kwargs["teacher"], kwargs.get("teacher_policy", "train"))  # "reuse": stored, or refused
-        teacher, _ = trained(kwargs["teacher"])
+        a = cast(DIMEFMArgs, args)
+        check_teacher_policy(a.teacher, a.teacher_policy)  # "reuse": stored, or refused
+        teacher, _ = trained(a.teacher)
         return CompositeCLIP(model, teacher)
 
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
         """The teacher's features, computed once per run (cached on disk): ``data.extra["teacher_image"]`` of the
         unaugmented images (Supp A.1: teacher features are pre-extracted, the teacher sees no augmentation) and
         ``teacher_text`` of the own captions, or the text corpus as ``text_data``."""
@@ -217,12 +254,13 @@ class DIMEFM(Method):
             encode_texts,
         )
 
-        kwargs = dict(kwargs)
-        teacher_config, texts = kwargs.pop("teacher"), kwargs.pop("texts", OWN)
-        kwargs.pop("teacher_policy", None)
+        a = cast(DIMEFMArgs, args)
+        teacher_config, texts = a.teacher, a.texts
+        # the loss' arguments (lambda1, lambda2, pvl, paired); the teacher and the texts become side data
+        kwargs = {k: v for k, v in a.kwargs().items() if k not in ("teacher", "teacher_policy", "texts")}
         teacher, tokenizer = context.trained(teacher_config)
         data = context.data
-        key = {"teacher": runs.config_hash(teacher_config), "images": image_corpus_key(context.config, data)}
+        key = {"teacher": runs.config_hash(teacher_config.to_dict()), "images": image_corpus_key(context.config, data)}
         image_features = frozen_arrays(
             "dimefm-teacher-images", key, lambda: {"features": encode_images(teacher, data.images)}, paper=PAPER
         )["features"]
@@ -238,6 +276,7 @@ class DIMEFM(Method):
             data.extra["teacher_text"] = torch.from_numpy(np.asarray(stored["features"], np.float32))
             kwargs["text_data"] = None
             return kwargs
+        assert isinstance(texts, dict)  # not "own": a corpus spec (DIMEFMArgs checks it)
 
         def build() -> dict[str, Any]:
             sentences = build_corpus(texts, query_features=data.extra["teacher_image"], encode=encode)

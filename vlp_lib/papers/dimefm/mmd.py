@@ -16,6 +16,7 @@ from vlp_lib.data import corpora
 from vlp_lib.data.world import generate
 from vlp_lib.eval.common import ArrayLike, _check_dim
 from vlp_lib.eval.encode import encode_images, encode_texts
+from vlp_lib.run_config import RunConfig
 
 MMD_KERNELS = ("linear", "poly", "rbf")
 
@@ -195,17 +196,16 @@ def _normalized(features: Any) -> np.ndarray:
 
 def corpus_mmd(spec: dict[str, Any]) -> dict[str, Any]:
     """The unbiased MMD^2 among ``MMD_SETS`` in a trained teacher's joint space (L2-normalised features, Supp F):
-    ``spec`` names the teacher run (``teacher``: its config, trained first if not stored), the image corpus
-    (``image_corpus``: n, seed, world_knobs; its captions are the caption corpus), the NLP corpus (``nlp``: n,
-    seed), the constructed corpus (``constructed``: a ``corpora.check_corpus`` spec, built from the teacher's
-    features of the image corpus, as the DIME-FM method builds it), and the sampling (``samples`` rows of every
-    set per draw, ``draws``, ``kernels``). A draw takes rows without replacement, or iid with replacement from a
+    ``spec`` names the teacher run (``teacher``: its config's record form, ``RunConfig.to_dict``; trained first if
+    not stored), the image corpus (``image_corpus``: n, seed, world_knobs; its captions are the caption corpus), the
+    NLP corpus (``nlp``: n, seed), the constructed corpus (``constructed``: a ``corpora.check_corpus`` spec, built
+    from the teacher's features of the image corpus, as the DIME-FM method builds it), and the sampling (``samples``
+    rows of every set per draw, ``draws``, ``kernels``). A draw takes rows without replacement, or iid with replacement from a
     set smaller than ``samples`` (the deduplicated constructed corpus can be; iid draws keep MMD^2_u unbiased)."""
-    model, tokenizer = experiment.load_trained(experiment.run(spec["teacher"]))
+    teacher = RunConfig.from_dict(spec["teacher"])
+    model, tokenizer = experiment.load_trained(experiment.run(teacher))
     corpus = spec["image_corpus"]
-    world = generate(
-        corpus["n"], seed=corpus["seed"], image_size=spec["teacher"]["image_size"], **corpus["world_knobs"]
-    )
+    world = generate(corpus["n"], seed=corpus["seed"], image_size=teacher.image_size, **corpus["world_knobs"])
     image_features = encode_images(model, world.images)
 
     def encode(texts: Sequence[str]) -> torch.Tensor:

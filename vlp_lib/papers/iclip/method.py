@@ -4,9 +4,10 @@ labelled images (the ImageNet-21K stand-in, ``vlp_lib.papers.iclip.classes``) be
 The iCLIP loss is a reconstruction: the main paper is not in our sources (spec 3.2, ``iclip_main_facts.md`` 1.2),
 only the iCAR preprint's abstract (a cosine classifier whose weights are the shared text encoder's features of
 dictionary-enhanced class names) and the supplement's ratio (Supp A, Tab. 1). The readings it leaves open are
-kwargs: the classes in the softmax (``class_set``: all | the batch's), the temperature (``temperature``: CLIP's
-shared one | its own), the batch's alt-texts as extra negatives of class images (``text_negatives``), the class
-text (``definitions``, ``template``, ``text_format``) and the loss weights (``weights``).
+arguments (``ICLIPArgs``): the classes in the softmax (``class_set``: all | the batch's), the temperature
+(``temperature``: CLIP's shared one | its own), the batch's alt-texts as extra negatives of class images
+(``text_negatives``), the class text (``definitions``, ``template``, ``text_format``) and the loss weights
+(``weights``).
 
 Batch (Supp A: "we sample 50% images from both datasets"): B = B_cls + B_it with B_cls = round(r B), drawn by a
 ``MixedSampler`` whose epoch counts the pairs' pool, so that ``epochs`` gives the same total samples at every r
@@ -26,9 +27,9 @@ L = ``losses.iclip.unicl_loss`` with targets 1[y_i = y_j].
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 import numpy as np
 import torch
@@ -41,6 +42,7 @@ from vlp_lib.data.corpora import DEFAULT_TEMPLATE
 from vlp_lib.data.paired import PairedData, concat, tokenize_all
 from vlp_lib.data.sampler import MixedSampler, Sampler
 from vlp_lib.losses.clip import clip_loss
+from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Method, MethodContext
 from vlp_lib.models import clamp_logit_scale_
 from vlp_lib.papers.iclip.classes import (
@@ -54,6 +56,9 @@ from vlp_lib.papers.iclip.classes import (
     context_needed,
 )
 from vlp_lib.papers.iclip.loss import class_text_contrast, unicl_loss
+
+if TYPE_CHECKING:
+    from vlp_lib.run_config import RunConfig
 
 # The sources of a mixed batch (``Batch.source``): class-only images first, then image-text pairs.
 CLASS_SOURCE, PAIR_SOURCE = "classes", "pairs"
@@ -87,6 +92,72 @@ def check_weights(weights: Any) -> dict[str, float]:
     return out
 
 
+def check_choices(class_set: Any, temperature: Any, text_negatives: Any) -> None:
+    """``ValueError`` naming ``class_set``, ``temperature`` or ``text_negatives`` unless each is one of its choices."""
+    if class_set not in CLASS_SETS:
+        raise ValueError(f"class_set must be one of {CLASS_SETS}, got {class_set!r}")
+    if temperature not in TEMPERATURES:
+        raise ValueError(f"temperature must be one of {TEMPERATURES}, got {temperature!r}")
+    check_bool("text_negatives", text_negatives)
+
+
+@dataclass(frozen=True)
+class ClassMixingArgs(MethodArgs):
+    """UniCL's arguments (and what iCLIP shares): ``ratio`` r, the share of class rows per batch, and ``class_data``,
+    the class-only data's spec ``{"n": images, "seed": int, "shapes": [...]}`` (``classes.check_class_data``;
+    required when r > 0, kept as given: it is part of the run's key)."""
+
+    method: ClassVar[str] = "unicl"
+
+    ratio: float = 0.5
+    class_data: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        ratio = check_ratio(self.ratio)
+        if self.class_data is not None:
+            check_class_data(self.class_data)
+        elif ratio > 0:
+            raise ValueError(
+                "class_data is required when ratio > 0: {'n': images, 'seed': int, 'shapes': [...]} "
+                "(the class-only data, vlp_lib.papers.iclip.classes)"
+            )
+
+    def shapes(self) -> list[str] | None:
+        """The class data's shapes (``None``: all of ``vocab.SHAPES``, also without class data)."""
+        return None if self.class_data is None else check_class_data(self.class_data)["shapes"]
+
+
+@dataclass(frozen=True)
+class ICLIPArgs(ClassMixingArgs):
+    """iCLIP's arguments: ``ratio`` and ``class_data`` as UniCL's; the class texts (``definitions``, ``template``,
+    ``text_format``: ``classes.class_texts``); ``class_set`` ("all" | "batch"), ``temperature`` ("shared" |
+    "separate"), ``text_negatives`` and the loss ``weights`` ``{"clip": w, "cls": w}`` (completed by
+    ``DEFAULT_WEIGHTS``)."""
+
+    method: ClassVar[str] = "iclip"
+
+    definitions: bool = True
+    template: str = DEFAULT_TEMPLATE
+    text_format: str = DEFAULT_TEXT_FORMAT
+    class_set: Literal["all", "batch"] = "all"
+    temperature: Literal["shared", "separate"] = "shared"
+    text_negatives: bool = False
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choices(self.class_set, self.temperature, self.text_negatives)
+        object.__setattr__(
+            self, "weights", check_weights(dict(self.weights) if isinstance(self.weights, Mapping) else self.weights)
+        )
+        check_text_format(self.text_format)
+        self.texts()  # definitions, template
+
+    def texts(self) -> list[str]:
+        """The class texts (``classes.class_texts``) of the class data's shapes."""
+        return class_texts(self.shapes(), self.definitions, self.template, self.text_format)
+
+
 def split_rows(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
     """The batch positions of its class-only images and of its image-text pairs (``Batch.source``; a batch without
     sources holds pairs only)."""
@@ -101,9 +172,9 @@ class ClassMixing(Method):
     ``context_length`` that would cut them."""
 
     name = "class-mixing"
-    ARGUMENTS: tuple[str, ...] = ("ratio", "class_data")
+    Args: ClassVar[type[MethodArgs]] = ClassMixingArgs
 
-    def __init__(self, ratio: float = 0.5, class_source: PairedData | None = None) -> None:
+    def __init__(self, ratio: float = ClassMixingArgs.ratio, class_source: PairedData | None = None) -> None:
         super().__init__()
         self.ratio = check_ratio(ratio)
         if self.ratio > 0 and class_source is None:
@@ -116,61 +187,45 @@ class ClassMixing(Method):
         self.required_extras = ("class_label",) if self.ratio > 0 else ()
 
     @classmethod
-    def texts(cls, kwargs: dict[str, Any]) -> list[str]:
+    def texts(cls, args: ClassMixingArgs) -> list[str]:
         """The texts this method tokenises besides the training captions (checked against ``context_length``)."""
         return []
 
     @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        unknown = set(kwargs) - set(cls.ARGUMENTS)
-        if unknown:
-            raise ValueError(
-                f"method_kwargs: unknown {cls.name} argument(s) {sorted(unknown)}; known: {list(cls.ARGUMENTS)}"
-            )
-        ratio = check_ratio(kwargs.get("ratio", 0.5))
-        if "class_data" in kwargs:
-            check_class_data(kwargs["class_data"])
-        elif ratio > 0:
-            raise ValueError(
-                "class_data is required when ratio > 0: {'n': images, 'seed': int, 'shapes': [...]} "
-                "(the class-only data, vlp_lib.papers.iclip.classes)"
-            )
-
-    @classmethod
-    def check_config(cls, config: dict[str, Any]) -> None:
+    def check_config(cls, config: RunConfig) -> None:
         """With class rows (r > 0): the class data's seed is not the training world's, r gives each batch at least
         one row of each source (all class rows at r = 1), and ``context_length`` holds the longest text."""
-        kwargs = config["method_kwargs"]
-        ratio = check_ratio(kwargs.get("ratio", 0.5))
+        args = cast(ClassMixingArgs, config.method_args)
+        ratio = args.ratio
         if ratio == 0:
             return
-        spec = check_class_data(kwargs["class_data"])
-        if config["train_data"] == "world" and spec["seed"] == config["world_seed"]:
+        spec = check_class_data(args.class_data)
+        if config.train_data == "world" and spec["seed"] == config.world_seed:
             raise ValueError(
                 f"class_data seed ({spec['seed']}) must differ from world_seed: the class-only world "
                 f"needs its own random draws"
             )
-        batch, rows = config["batch_size"], round(ratio * config["batch_size"])
+        batch, rows = config.train.batch_size, round(ratio * config.train.batch_size)
         if rows == 0 or (ratio < 1 and rows == batch):
             raise ValueError(
                 f"ratio {ratio} gives {rows} class rows in a batch of {batch}: r > 0 needs at least one "
                 f"class row, r < 1 at least one image-text pair"
             )
-        needed = context_needed(cls.texts(kwargs))
-        if needed > config["context_length"]:
+        needed = context_needed(cls.texts(args))
+        if needed > config.context_length:
             raise ValueError(
-                f"context_length ({config['context_length']}) would truncate the {cls.name} class texts: "
+                f"context_length ({config.context_length}) would truncate the {cls.name} class texts: "
                 f"the longest takes {needed} tokens with <sot>/<eot> (spec 3.2: use 32)"
             )
 
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
         """The class-only data (``class_source``), rendered at the run's image size and tokenised with its
         tokenizer; none at r = 0."""
-        kwargs = dict(kwargs)
+        kwargs = args.kwargs()
         spec = kwargs.pop("class_data", None)
-        if check_ratio(kwargs.get("ratio", 0.5)) > 0:
-            kwargs["class_source"] = class_data(spec, context.config["image_size"], context.tokenizer)
+        if cast(ClassMixingArgs, args).ratio > 0:
+            kwargs["class_source"] = class_data(spec, context.config.image_size, context.tokenizer)
         return kwargs
 
     def training_data(self, data: PairedData) -> tuple[PairedData, Sampler | None]:
@@ -204,33 +259,23 @@ class ICLIP(ClassMixing):
     # buffers registered in __init__
     class_position: torch.Tensor
     class_tokens: torch.Tensor
-    ARGUMENTS = (
-        "ratio",
-        "class_data",
-        "definitions",
-        "template",
-        "text_format",
-        "class_set",
-        "temperature",
-        "text_negatives",
-        "weights",
-    )
+    Args: ClassVar[type[MethodArgs]] = ICLIPArgs
 
     def __init__(
         self,
-        ratio: float = 0.5,
+        ratio: float = ICLIPArgs.ratio,
         class_source: PairedData | None = None,
         class_tokens: torch.Tensor | None = None,
         class_shapes: Sequence[str] | None = None,
-        class_set: str = "all",
-        temperature: str = "shared",
-        text_negatives: bool = False,
-        weights: dict[str, float] | None = None,
+        class_set: str = ICLIPArgs.class_set,
+        temperature: str = ICLIPArgs.temperature,
+        text_negatives: bool = ICLIPArgs.text_negatives,
+        weights: Mapping[str, float] | None = None,
     ) -> None:
         super().__init__(ratio, class_source)
-        self._check_choices(class_set, temperature, text_negatives)
+        check_choices(class_set, temperature, text_negatives)
         self.class_set, self.temperature, self.text_negatives = class_set, temperature, text_negatives
-        self.weights = check_weights({} if weights is None else weights)
+        self.weights = check_weights({} if weights is None else dict(weights))
         shapes = check_shapes(class_shapes)
         if self.ratio > 0 and (class_tokens is None or len(class_tokens) != len(shapes)):
             raise ValueError(
@@ -244,45 +289,23 @@ class ICLIP(ClassMixing):
         self.register_buffer("class_tokens", tokens, persistent=False)
         self.cls_logit_scale = nn.Parameter(torch.tensor(INIT_LOGIT_SCALE)) if temperature == "separate" else None
 
-    @staticmethod
-    def _check_choices(class_set: Any, temperature: Any, text_negatives: Any) -> None:
-        if class_set not in CLASS_SETS:
-            raise ValueError(f"class_set must be one of {CLASS_SETS}, got {class_set!r}")
-        if temperature not in TEMPERATURES:
-            raise ValueError(f"temperature must be one of {TEMPERATURES}, got {temperature!r}")
-        check_bool("text_negatives", text_negatives)
-
     @classmethod
-    def texts(cls, kwargs: dict[str, Any]) -> list[str]:
+    def texts(cls, args: ClassMixingArgs) -> list[str]:
         """The class texts (``data.classes.class_texts``) of the class data's shapes."""
-        shapes = check_class_data(kwargs["class_data"])["shapes"] if "class_data" in kwargs else None
-        return class_texts(
-            shapes,
-            kwargs.get("definitions", True),
-            kwargs.get("template", DEFAULT_TEMPLATE),
-            kwargs.get("text_format", DEFAULT_TEXT_FORMAT),
-        )
+        return cast(ICLIPArgs, args).texts()
 
     @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        super().check_kwargs(kwargs, episode_size)
-        cls._check_choices(
-            kwargs.get("class_set", "all"), kwargs.get("temperature", "shared"), kwargs.get("text_negatives", False)
-        )
-        check_weights(kwargs.get("weights", {}))
-        check_text_format(kwargs.get("text_format", DEFAULT_TEXT_FORMAT))
-        cls.texts(kwargs)  # definitions, template
-
-    @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
         """The class-only data and, with class rows, the class texts' token ids (``class_tokens``) and names."""
-        texts = cls.texts(kwargs)
-        shapes = check_class_data(kwargs["class_data"])["shapes"] if "class_data" in kwargs else None
-        kwargs = super().arguments(kwargs, context)
+        iclip_args = cast(ICLIPArgs, args)
+        kwargs = super().arguments(args, context)
         for key in ("definitions", "template", "text_format"):
             kwargs.pop(key, None)
         if kwargs.get("class_source") is not None:
-            kwargs.update(class_tokens=tokenize_all(context.tokenizer, texts), class_shapes=check_shapes(shapes))
+            kwargs.update(
+                class_tokens=tokenize_all(context.tokenizer, iclip_args.texts()),
+                class_shapes=check_shapes(iclip_args.shapes()),
+            )
         return kwargs
 
     def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
@@ -329,15 +352,15 @@ class UniCL(ClassMixing):
     """UniCL: ``losses.iclip.unicl_loss`` over the merged batch. A class row's text is its image's random prompt of
     the class name (``data.classes.class_prompt``: a template drawn per image, no definition) and its label the
     shape id; a pair's label is its own (``len(vocab.SHAPES)`` + its data index), so pairs have no other
-    positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing``."""
+    positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing`` (a run config sets ``ClassMixingArgs``)."""
 
     name = "unicl"
+    Args: ClassVar[type[MethodArgs]] = ClassMixingArgs
 
     @classmethod
-    def texts(cls, kwargs: dict[str, Any]) -> list[str]:
+    def texts(cls, args: ClassMixingArgs) -> list[str]:
         """Every prompt a class image's caption can be."""
-        shapes = check_shapes(check_class_data(kwargs["class_data"])["shapes"] if "class_data" in kwargs else None)
-        return [t.format(s) for t in CLASS_TEMPLATES for s in shapes]
+        return [t.format(s) for t in CLASS_TEMPLATES for s in check_shapes(args.shapes())]
 
     def labels(self, batch: Batch) -> torch.Tensor:
         """Each row's label: the shape id of a class image, ``len(vocab.SHAPES)`` + data index for a pair."""

@@ -11,6 +11,7 @@ from typing import Any, cast
 from vlp_lib import experiment, runs
 from vlp_lib.papers.icmlm.method import _ImageOnlyMethod, heldout_pairs, proxy_metrics
 from vlp_lib.papers.icmlm.zsl import attribute_zsl_layers
+from vlp_lib.run_config import RunConfig
 
 PAPER = runs.paper_of_module(__name__)
 ZSL_KIND, PROXY_KIND = "icmlm_zsl", "icmlm_proxy"
@@ -51,9 +52,8 @@ def proxy_record_metrics(record: dict, captions: int) -> dict[str, float]:
     (``method.proxy_metrics``), as ``proxy/<name>``; computed once and stored."""
 
     def compute() -> dict[str, Any]:
-        c = record["config"]
         model, method, tokenizer, _ = experiment.load_trained_method(record)
-        heldout = heldout_pairs(c, tokenizer, captions)
+        heldout = heldout_pairs(RunConfig.from_dict(record["config"]), tokenizer, captions)
         image_only = cast(_ImageOnlyMethod, method)  # a TP or ICMLM run
         return {"metrics": {f"proxy/{k}": v for k, v in proxy_metrics(model, image_only, heldout).items()}}
 

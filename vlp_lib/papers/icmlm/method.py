@@ -32,9 +32,12 @@ ICMLM's initialisation from a TP_Postag checkpoint is ``init`` (a TP run's confi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
 import numpy as np
 import torch
@@ -44,10 +47,12 @@ from vlp_lib.config import check_number
 from vlp_lib.data.paired import PairedData, take
 from vlp_lib.data.sampler import Sampler
 from vlp_lib.data.tasks import shape_multi_hot
+from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Method, MethodContext, Trained
 from vlp_lib.models import ImageOnly
 from vlp_lib.papers.icmlm import lexicon
 from vlp_lib.papers.icmlm import loss as objectives
+from vlp_lib.run_config import RunConfig
 from vlp_lib.runs import paper_of_module
 
 if TYPE_CHECKING:
@@ -62,20 +67,6 @@ OUTPUTS = ("linear", "lm")
 VOCABULARIES = ("full", "labels")
 HEAD_DIMS = ("full", "split")
 TRIPLETS = ("sample", "all")
-TP_ARGUMENTS = ("label_set", "pos", "k", "tp_loss", "tp_reduction")
-ICMLM_ARGUMENTS = TP_ARGUMENTS + (
-    "head",
-    "layers",
-    "heads",
-    "head_dim",
-    "lambda",
-    "output",
-    "vocabulary",
-    "triplets",
-    "dropout",
-    "lm",
-    "init",
-)
 _POSITION_STREAM = 0x1C31  # the random stream of the masked positions drawn per step (triplets "sample")
 
 
@@ -91,17 +82,45 @@ def _int_at_least(name: str, value: Any, low: int) -> int:
     return int(value)
 
 
-def check_label_set(kwargs: dict[str, Any], allowed: tuple[str, ...] = LABEL_SETS) -> tuple[str, tuple[str, ...], int]:
-    """``(label_set, pos, k)`` of ``method_kwargs`` with their defaults, or ``ValueError`` naming ``label_set`` (not
-    one of ``allowed``), ``pos`` (unknown POS class; only with ``"postag"``) or ``k`` (< 1; not with ``"label"``)."""
-    label_set = _choice("label_set", kwargs.get("label_set", "postag"), allowed)
-    if "pos" in kwargs and label_set != "postag":
+def check_label_set(
+    label_set: Any, pos: Any = None, k: Any = None, allowed: tuple[str, ...] = LABEL_SETS
+) -> tuple[str, tuple[str, ...], int]:
+    """``(label_set, pos, k)`` with their defaults (``pos`` ``None``: every POS class; ``k`` ``None``:
+    ``DEFAULT_K`` of the label set), or ``ValueError`` naming ``label_set`` (not one of ``allowed``), ``pos`` (unknown
+    POS class; only with ``"postag"``) or ``k`` (< 1; not with ``"label"``)."""
+    label_set = _choice("label_set", label_set, allowed)
+    if pos is not None and label_set != "postag":
         raise ValueError(f"pos selects TP_Postag's POS classes: it needs label_set 'postag', got {label_set!r}")
-    if "k" in kwargs and label_set == "label":
+    if k is not None and label_set == "label":
         raise ValueError("k: label_set 'label' has the world's 24 ground-truth shapes; k is for 'postag' / 'cluster'")
-    pos = lexicon.check_pos(kwargs.get("pos", lexicon.POS_CLASSES)) if label_set == "postag" else ()
-    k = _int_at_least("k", kwargs.get("k", DEFAULT_K.get(label_set, 1)), 1) if label_set != "label" else 24
-    return label_set, pos, k
+    classes = lexicon.check_pos(lexicon.POS_CLASSES if pos is None else pos) if label_set == "postag" else ()
+    size = _int_at_least("k", DEFAULT_K.get(label_set, 1) if k is None else k, 1) if label_set != "label" else 24
+    return label_set, classes, size
+
+
+@dataclass(frozen=True)
+class TPArgs(MethodArgs):
+    """TP_*'s arguments (and what ICMLM shares): the label set ``label_set`` ("label" | "postag" | "cluster"), its
+    POS classes ``pos`` (``"postag"`` only; ``None``: all of ``lexicon.POS_CLASSES``) and size ``k`` (not with
+    ``"label"``; ``None``: ``DEFAULT_K`` of the label set), and ℓ_tp's form (``tp_loss``, ``tp_reduction``:
+    ``loss.check_tp_options``)."""
+
+    method: ClassVar[str] = "tp"
+    label_sets: ClassVar[tuple[str, ...]] = LABEL_SETS  # the label sets the method can use
+
+    label_set: Literal["label", "postag", "cluster"] = "postag"
+    pos: tuple[str, ...] | None = None
+    k: int | None = None
+    tp_loss: Literal["bce", "softmax"] = "bce"
+    tp_reduction: Literal["mean", "sum"] = "mean"
+
+    def __post_init__(self) -> None:
+        self.labels()
+        objectives.check_tp_options(self.tp_loss, self.tp_reduction)
+
+    def labels(self) -> tuple[str, tuple[str, ...], int]:
+        """``(label_set, pos, k)`` with their defaults (``check_label_set``)."""
+        return check_label_set(self.label_set, self.pos, self.k, self.label_sets)
 
 
 def _text_key(texts: list[str]) -> str:
@@ -151,45 +170,41 @@ class _ImageOnlyMethod(Method):
     """What TP_* and ICMLM share: the image-only model (``models.ImageOnly``), the label set and ℓ_tp's head."""
 
     required_extras: tuple[str, ...] = ("tp_targets",)
-    ARGUMENTS: tuple[str, ...] = TP_ARGUMENTS
-    LABEL_SETS: tuple[str, ...] = LABEL_SETS
+    Args: ClassVar[type[MethodArgs]] = TPArgs
 
     @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        unknown = sorted(set(kwargs) - set(cls.ARGUMENTS))
-        if unknown:
-            raise ValueError(f"method_kwargs: unknown {cls.name} argument(s) {unknown}; known: {list(cls.ARGUMENTS)}")
-        check_label_set(kwargs, cls.LABEL_SETS)
-        objectives.check_tp_options(kwargs.get("tp_loss", "bce"), kwargs.get("tp_reduction", "mean"))
-
-    @classmethod
-    def check_config(cls, config: dict[str, Any]) -> None:
-        label_set, _, k = check_label_set(config["method_kwargs"], cls.LABEL_SETS)
-        if label_set == "label" and config["train_data"] != "world":
+    def check_config(cls, config: RunConfig) -> None:
+        label_set, _, k = cast(TPArgs, config.method_args).labels()
+        if label_set == "label" and config.train_data != "world":
             raise ValueError("label_set 'label' needs ground-truth objects: train_data must be 'world'")
-        if label_set == "cluster" and k > config["train_size"]:
-            raise ValueError(f"k ({k}) must be <= train_size ({config['train_size']}) for label_set 'cluster'")
+        if label_set == "cluster" and k > config.train_size:
+            raise ValueError(f"k ({k}) must be <= train_size ({config.train_size}) for label_set 'cluster'")
 
     @classmethod
-    def wrap_model(cls, model: nn.Module, kwargs: dict[str, Any], trained: Trained) -> nn.Module:
+    def wrap_model(cls, model: nn.Module, args: MethodArgs, trained: Trained) -> nn.Module:
         """The image tower alone (``models.ImageOnly``): the run trains, evaluates and stores an image-only model."""
         return ImageOnly(model)
 
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
         """ℓ_tp's targets as side data (``data.extra["tp_targets"]``, ``label_targets``) and the classifier's sizes."""
-        kwargs = dict(kwargs)
-        label_set, pos, k = check_label_set(kwargs)
+        kwargs = args.kwargs()
+        label_set, pos, k = cast(TPArgs, args).labels()
         for name in ("label_set", "pos", "k"):
             kwargs.pop(name, None)
-        targets, tags = label_targets(label_set, context.data, pos, k, seed=context.config["seed"])
+        targets, tags = label_targets(label_set, context.data, pos, k, seed=context.config.seed)
         context.data.extra["tp_targets"] = torch.from_numpy(targets)
         # the context's model is already wrap_model-ed: an ImageOnly
         kwargs.update(width=cast(ImageOnly, context.model).map_shape()[0], n_tags=targets.shape[1], tags=tags)
         return kwargs
 
     def __init__(
-        self, width: int, n_tags: int, tp_loss: str = "bce", tp_reduction: str = "mean", tags: list[str] | None = None
+        self,
+        width: int,
+        n_tags: int,
+        tp_loss: str = TPArgs.tp_loss,
+        tp_reduction: str = TPArgs.tp_reduction,
+        tags: list[str] | None = None,
     ):
         super().__init__()
         objectives.check_tp_options(tp_loss, tp_reduction)
@@ -313,25 +328,22 @@ class AttFcHead(nn.Module):
 HEAD_CLASSES: dict[str, type[TfmHead] | type[AttFcHead]] = {"tfm": TfmHead, "att-fc": AttFcHead}
 
 
-HEAD_OPTIONS = ("head", "layers", "heads", "head_dim", "lambda", "output", "vocabulary", "triplets", "dropout")
-
-
 def check_head_options(
     width: int,
-    head: Any = "tfm",
-    layers: Any = 1,
-    heads: Any = 1,
-    head_dim: Any = "full",
-    output: Any = "linear",
-    vocabulary: Any = "full",
-    triplets: Any = "sample",
-    dropout: Any = 0.1,
-    **rest: Any,
+    head: Any,
+    layers: Any,
+    heads: Any,
+    head_dim: Any,
+    output: Any,
+    vocabulary: Any,
+    triplets: Any,
+    dropout: Any,
+    lam: Any,
 ) -> None:
     """``ValueError`` naming the option for an ICMLM head that cannot be built on a world-LM of ``width``: an
     unknown ``head`` / ``head_dim`` / ``output`` / ``vocabulary`` / ``triplets``, ``layers`` or ``heads`` < 1,
-    ``heads`` not dividing ``width`` with ``head_dim="split"``, ``dropout`` outside [0, 1) or ``lambda`` < 0
-    (``rest`` holds only ``lambda``: a Python keyword)."""
+    ``heads`` not dividing ``width`` with ``head_dim="split"``, ``dropout`` outside [0, 1) or ``lambda`` (``lam``)
+    < 0."""
     _choice("head", head, HEADS)
     _int_at_least("layers", layers, 1)
     heads = _int_at_least("heads", heads, 1)
@@ -342,19 +354,89 @@ def check_head_options(
     _choice("triplets", triplets, TRIPLETS)
     if not 0 <= check_number("dropout", dropout) < 1:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-    if set(rest) - {"lambda"}:
-        raise ValueError(f"unknown head options {sorted(set(rest) - {'lambda'})}")
-    lam = check_number("lambda", rest.get("lambda", 0.1))
-    if lam < 0:
+    if check_number("lambda", lam) < 0:
         raise ValueError(f"lambda must be >= 0, got {lam!r}")
 
 
-def _check_init(init: Any) -> dict[str, Any]:
-    if not isinstance(init, dict) or init.get("method") != "tp" or not {"scale", "seed", "model"} <= set(init):
-        raise ValueError(
-            f"init must be the config of a 'tp' run (experiment.make_config(..., method='tp')), got {init!r}"
+IA = TypeVar("IA", bound="ICMLMArgs")
+
+
+@dataclass(frozen=True)
+class ICMLMArgs(TPArgs):
+    """ICMLM's arguments: the label set as TP_*'s (``"label"`` or ``"postag"``: the masked token is a word of it,
+    clusters are not words), the head (``head``, ``layers``, ``heads``, ``head_dim``, ``output``, ``vocabulary``,
+    ``triplets``, ``dropout``: ``check_head_options``), λ of Eq. 8 (``lam``; the record key is ``lambda``, a Python
+    keyword), the frozen world-LM's settings ``lm`` (``world_lm.check_config``; its ``context_length`` is the run's)
+    and ``init``, the config of the TP run whose image tower ICMLM starts from (``None``: a fresh one)."""
+
+    method: ClassVar[str] = "icmlm"
+    label_sets: ClassVar[tuple[str, ...]] = ("label", "postag")
+    record_names: ClassVar[dict[str, str]] = {"lam": "lambda"}  # field -> method_kwargs key
+
+    head: Literal["tfm", "att-fc"] = "tfm"
+    layers: int = 1
+    heads: int = 1
+    head_dim: Literal["full", "split"] = "full"
+    lam: float = 0.1
+    output: Literal["linear", "lm"] = "linear"
+    vocabulary: Literal["full", "labels"] = "full"
+    triplets: Literal["sample", "all"] = "sample"
+    dropout: float = 0.1
+    lm: Mapping[str, Any] = field(default_factory=dict)
+    init: RunConfig | None = None
+
+    def __post_init__(self) -> None:
+        from vlp_lib.papers.icmlm.world_lm import check_config as check_lm
+
+        super().__post_init__()
+        if not isinstance(self.lm, Mapping):
+            raise ValueError(f"lm must be a dict of world-LM settings (world_lm.DEFAULTS), got {self.lm!r}")
+        check_head_options(
+            check_lm(self.lm)["width"],
+            self.head,
+            self.layers,
+            self.heads,
+            self.head_dim,
+            self.output,
+            self.vocabulary,
+            self.triplets,
+            self.dropout,
+            self.lam,
         )
-    return init
+        if self.init is not None and (not isinstance(self.init, RunConfig) or self.init.method != "tp"):
+            raise ValueError(
+                f"init must be the config of a 'tp' run (experiment.make_config(..., method='tp')), got {self.init!r}"
+            )
+
+    @classmethod
+    def from_dict(cls: type[IA], kwargs: Mapping[str, Any] | None) -> IA:
+        """As ``MethodArgs.from_dict``, ``lambda`` read into the field ``lam``."""
+        if isinstance(kwargs, cls) or not isinstance(kwargs, Mapping):
+            return super().from_dict(kwargs)
+        known = [cls.record_names.get(f.name, f.name) for f in dataclasses.fields(cls)]
+        unknown = sorted(set(kwargs) - set(known))
+        if unknown:
+            raise ValueError(f"method_kwargs: unknown {cls.method} argument(s) {unknown}; known: {known}")
+        fields = {name: key for key, name in cls.record_names.items()}
+        values: dict[str, Any] = {
+            fields.get(key, key): check_number(key, v) if key == "lambda" else v for key, v in kwargs.items()
+        }
+        if values.get("init") is not None:
+            try:
+                values["init"] = RunConfig.from_dict(values["init"])
+            except ValueError as err:
+                raise ValueError(
+                    f"init must be the config of a 'tp' run (experiment.make_config(..., method='tp')): {err}"
+                ) from None
+        return super().from_dict(values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {self.record_names.get(key, key): value for key, value in super().to_dict().items()}
+
+    def replace(self: IA, **changes: Any) -> IA:
+        """A copy with ``changes`` by their ``method_kwargs`` keys (``lambda``), checked like ``from_dict``."""
+        current = {self.record_names.get(key, key): value for key, value in self.kwargs().items()}
+        return type(self).from_dict({**current, **changes})
 
 
 class ICMLM(_ImageOnlyMethod):
@@ -365,70 +447,54 @@ class ICMLM(_ImageOnlyMethod):
 
     name = "icmlm"
     required_extras = ("tp_targets", "maskable")
-    ARGUMENTS = ICMLM_ARGUMENTS
-    LABEL_SETS = ("label", "postag")  # the masked token is a word of the label set: clusters are not words
+    Args: ClassVar[type[MethodArgs]] = ICMLMArgs
     # buffers registered in __init__
     mask_ids: torch.Tensor
     candidates: torch.Tensor
     target_index: torch.Tensor
 
     @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        from vlp_lib.papers.icmlm.world_lm import check_config as check_lm
-
-        super().check_kwargs(kwargs, episode_size)
-        lm = kwargs.get("lm", {})
-        if not isinstance(lm, dict):
-            raise ValueError(f"lm must be a dict of world-LM settings (world_lm.DEFAULTS), got {lm!r}")
-        check_head_options(check_lm(lm)["width"], **{k: kwargs[k] for k in HEAD_OPTIONS if k in kwargs})
-        if kwargs.get("init") is not None:
-            _check_init(kwargs["init"])
-
-    @classmethod
-    def check_config(cls, config: dict[str, Any]) -> None:
+    def check_config(cls, config: RunConfig) -> None:
         """The world-LM reads the run's captions: its ``context_length`` must be the run's (it is by default); an
         ``init`` TP run must have the run's backbone and image size."""
         super().check_config(config)
-        kwargs = config["method_kwargs"]
-        lm_context = kwargs.get("lm", {}).get("context_length", config["context_length"])
-        if lm_context != config["context_length"]:
+        args = cast(ICMLMArgs, config.method_args)
+        lm_context = args.lm.get("context_length", config.context_length)
+        if lm_context != config.context_length:
             raise ValueError(
-                f"lm: context_length ({lm_context}) must be the run's context_length ({config['context_length']})"
+                f"lm: context_length ({lm_context}) must be the run's context_length ({config.context_length})"
             )
-        init = kwargs.get("init")
-        if init is not None:
+        if args.init is not None:
             for key in ("model", "image_size"):
-                if init.get(key) != config[key]:
-                    raise ValueError(
-                        f"init: the TP run's {key} ({init.get(key)!r}) must be this run's ({config[key]!r})"
-                    )
+                theirs, ours = getattr(args.init, key), getattr(config, key)
+                if theirs != ours:
+                    raise ValueError(f"init: the TP run's {key} ({theirs!r}) must be this run's ({ours!r})")
 
     @classmethod
-    def wrap_model(cls, model: nn.Module, kwargs: dict[str, Any], trained: Trained) -> nn.Module:
+    def wrap_model(cls, model: nn.Module, args: MethodArgs, trained: Trained) -> nn.Module:
         """The image-only model, its tower initialised from the TP run ``init`` when given (ResNet-50 ICMLM starts
         from a TP_Postag checkpoint, Supp F.1)."""
         wrapped = ImageOnly(model)
-        if kwargs.get("init") is not None:
-            start, _ = trained(_check_init(kwargs["init"]))
+        init = cast(ICMLMArgs, args).init
+        if init is not None:
+            start, _ = trained(init)
             wrapped.visual.load_state_dict(cast(nn.Module, start.visual).state_dict())
         return wrapped
 
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
         """ℓ_tp's targets (``_ImageOnlyMethod.arguments``), the frozen world-LM (``world_lm.world_lm``, its
         ``context_length`` the run's) and the maskable positions of every caption (``data.extra["maskable"]``)."""
         from vlp_lib.papers.icmlm.world_lm import world_lm
 
-        label_set = check_label_set(kwargs, cls.LABEL_SETS)[0]
-        out = super().arguments(kwargs, context)
+        label_set = cast(ICMLMArgs, args).labels()[0]
+        out = super().arguments(args, context)
         out.pop("init", None)
-        lm, _ = world_lm({"context_length": context.config["context_length"], **out.pop("lm", {})})
+        lm, _ = world_lm({"context_length": context.config.context_length, **out.pop("lm")})
         words = out["tags"] if label_set == "postag" else list(lexicon.SHAPE_HEADS)
         ids = lexicon.tag_ids(context.tokenizer, words)
         context.data.extra["maskable"] = lexicon.maskable(context.data.tokens, ids)
-        if "lambda" in out:
-            out["lam"] = out.pop("lambda")
-        out.update(lm=lm, mask_ids=ids, seed=context.config["seed"])
+        out.update(lm=lm, mask_ids=ids, seed=context.config.seed)
         return out
 
     def __init__(
@@ -437,33 +503,22 @@ class ICMLM(_ImageOnlyMethod):
         n_tags: int,
         lm: WorldLM,
         mask_ids: torch.Tensor,
-        head: str = "tfm",
-        layers: int = 1,
-        heads: int = 1,
-        head_dim: str = "full",
-        lam: float = 0.1,
-        output: str = "linear",
-        vocabulary: str = "full",
-        triplets: str = "sample",
-        dropout: float = 0.1,
-        tp_loss: str = "bce",
-        tp_reduction: str = "mean",
+        head: str = ICMLMArgs.head,
+        layers: int = ICMLMArgs.layers,
+        heads: int = ICMLMArgs.heads,
+        head_dim: str = ICMLMArgs.head_dim,
+        lam: float = ICMLMArgs.lam,
+        output: str = ICMLMArgs.output,
+        vocabulary: str = ICMLMArgs.vocabulary,
+        triplets: str = ICMLMArgs.triplets,
+        dropout: float = ICMLMArgs.dropout,
+        tp_loss: str = ICMLMArgs.tp_loss,
+        tp_reduction: str = ICMLMArgs.tp_reduction,
         tags: list[str] | None = None,
         seed: int = 0,
     ):
         super().__init__(width, n_tags, tp_loss, tp_reduction, tags)
-        check_head_options(
-            lm.width,
-            head=head,
-            layers=layers,
-            heads=heads,
-            head_dim=head_dim,
-            output=output,
-            vocabulary=vocabulary,
-            triplets=triplets,
-            dropout=dropout,
-            **{"lambda": lam},
-        )
+        check_head_options(lm.width, head, layers, heads, head_dim, output, vocabulary, triplets, dropout, lam)
         self.lam, self.output, self.triplets, self.seed = float(lam), output, triplets, int(seed)
         self.lm = lm.eval().requires_grad_(False)
         d = lm.width
@@ -553,14 +608,16 @@ class ICMLM(_ImageOnlyMethod):
 PROXY_SEED = 1_000_097_500  # the held-out captions' world seed: apart from training worlds and every task's seeds
 
 
-def heldout_pairs(config: dict[str, Any], tokenizer: Any, n: int) -> PairedData:
+def heldout_pairs(config: RunConfig, tokenizer: Any, n: int) -> PairedData:
     """``n`` held-out pairs drawn like the run's training pairs (its image size and world knobs) from a world of
-    its own seed (``PROXY_SEED``): the proxy task's and the validation ℓ_tp's data."""
+    its own seed (``PROXY_SEED``): the proxy task's and the validation ℓ_tp's data. (The run's config with the
+    held-out world's seed and size is not a run: it is not checked again, e.g. against a batch size above ``n``.)"""
     from vlp_lib.data.training import world_data
 
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
-    return world_data({**config, "world_seed": PROXY_SEED, "train_size": int(n), "world_mix": []}, tokenizer)
+    heldout = dataclasses.replace(config, world_seed=PROXY_SEED, train_size=int(n), world_mix=())
+    return world_data(heldout, tokenizer)
 
 
 def proxy_metrics(
@@ -613,7 +670,9 @@ def proxy_metrics(
 
 __all__ = [
     "ICMLM",
+    "ICMLMArgs",
     "TagPrediction",
+    "TPArgs",
     "PROXY_SEED",
     "heldout_pairs",
     "proxy_metrics",

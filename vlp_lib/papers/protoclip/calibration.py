@@ -10,7 +10,7 @@ import json
 import math
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -23,18 +23,22 @@ from vlp_lib.data.training import make_tokenizer
 from vlp_lib.data.world import generate
 from vlp_lib.methods import create_method
 from vlp_lib.models import create_model
+from vlp_lib.papers.protoclip.method import ProtoCLIPArgs
 from vlp_lib.papers.protoclip.teachers import check_teacher
 from vlp_lib.sentence_encoder import PCA_DIM
 from vlp_lib.suite import evaluate_suite
 from vlp_lib.train import TrainConfig, train
+
+if TYPE_CHECKING:  # the run config imports the method registry, which imports this paper's method
+    from vlp_lib.run_config import RunConfig
 
 CALIBRATION_KMEANS_POINTS = 8_192
 CALIBRATION_IMAGES = 256  # rendered for the calibration (paper-scale 224 px images render slowly)
 _CALIBRATIONS: dict[str, dict[str, float]] = {}
 
 
-def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = True) -> dict[str, float]:
-    """This machine's rates for the run ``config`` (an ``experiment.make_config`` dict), measured in a few seconds
+def calibrate_rates(config: RunConfig, steps: int = 8, evaluation: bool = True) -> dict[str, float]:
+    """This machine's rates for the run ``config`` (an ``experiment.make_config`` config), measured in a few seconds
     and cached per process, for ``estimate_seconds``:
 
     - ``world_images_per_s``: rendering ``CALIBRATION_IMAGES`` images of the run's world (one process, times the
@@ -72,22 +76,23 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
     )
     if evaluation:
         key_fields += ("scale", "eval_tasks", "task_train", "task_test", "retrieval_images")
-    key = json.dumps([{k: config.get(k) for k in key_fields}, steps, evaluation], sort_keys=True, default=str)
+    record = config.to_dict()
+    key = json.dumps([{k: record.get(k) for k in key_fields}, steps, evaluation], sort_keys=True, default=str)
     if key in _CALIBRATIONS:
         return dict(_CALIBRATIONS[key])
 
-    batch = int(config["batch_size"])
+    batch = int(config.train.batch_size)
     n = steps * batch
     rendered = min(n, CALIBRATION_IMAGES)
     t0 = time.perf_counter()
     world = generate(
         rendered,
-        seed=config["world_seed"],
-        image_size=config["image_size"],
+        seed=config.world_seed,
+        image_size=config.image_size,
         workers=1,
         progress=False,
         cache=False,
-        **config["world_knobs"],
+        **config.world_knobs,
     )
     rates = {"world_images_per_s": rendered / (time.perf_counter() - t0) * max(1, min(2, os.cpu_count() or 1))}
     tokenizer = make_tokenizer(config)
@@ -95,15 +100,15 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
     tile = np.arange(n) % rendered  # the images repeat: a step's time does not depend on what they show
     data = PairedData(pairs.images[tile], [pairs.captions[i] for i in tile], pairs.tokens[torch.as_tensor(tile)])
     model = create_model(
-        config["model"],
+        config.model,
         tokenizer.vocab_size,
         tokenizer.context_length,
-        image_size=config["image_size"],
-        seed=config["seed"],
+        image_size=config.image_size,
+        seed=config.seed,
     )
-    kwargs = dict(config["method_kwargs"])
+    kwargs = config.method_args.kwargs()
     teacher = check_teacher(kwargs.pop("external_teacher", "none"))
-    proto = config["method"] == "protoclip"
+    proto = config.method == "protoclip"
     if proto:
         kwargs.update(embed_dim=int(model.text_projection.shape[1]), warmup_episodes=0)  # cluster at once
         if kwargs.get("k"):
@@ -111,18 +116,18 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
         if teacher != "none":  # the teacher's features are cached once per world; only their K-Means costs time
             e = np.random.default_rng(0).standard_normal((n, PCA_DIM)).astype(np.float32)
             kwargs["external_features"] = e / np.linalg.norm(e, axis=1, keepdims=True)
-    method = create_method(config["method"], **kwargs)
+    method = create_method(config.method, **kwargs)
 
     def train_cfg(epochs: float, episode: int | None) -> TrainConfig:
         return TrainConfig(
             epochs=epochs,
             batch_size=batch,
             episode_size=episode,
-            lr=config["lr"],
+            lr=config.train.lr,
             warmup_steps=1,
-            augmentation=config["augmentation"],
-            precision=config["precision"],
-            device=config["device"],
+            augmentation=config.train.augmentation,
+            precision=config.train.precision,
+            device=config.train.device,
             progress=False,
         )
 
@@ -131,11 +136,12 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
     rates["train"] = n / timed.timings["training"]
     if proto:
         rates["extract"] = n / timed.timings["feature_extraction"]
-        e = config["episode_size"] or config["train_size"]
-        points = min(e, CALIBRATION_KMEANS_POINTS)
-        k = config["method_kwargs"].get("k") or max(1, e // config["method_kwargs"].get("images_per_prototype", 10))
-        k = max(1, min(points, round(k * points / e)))
-        d = int(config["method_kwargs"].get("head_dim", 64))
+        args = cast(ProtoCLIPArgs, config.method_args)
+        episode = config.episode_size
+        points = min(episode, CALIBRATION_KMEANS_POINTS)
+        k = args.k or max(1, episode // args.images_per_prototype)
+        k = max(1, min(points, round(k * points / episode)))
+        d = int(args.head_dim)
         x = np.random.default_rng(0).standard_normal((points, d)).astype(np.float32)
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         products = float(points) * k * d
@@ -144,7 +150,7 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
         t0 = time.perf_counter()
         kmeans(x, k, niter=iters, seed=0, init="random")  # Lloyd's iterations (random seeding costs nothing)
         rates["kmeans_products_per_s"] = products * iters / max(time.perf_counter() - t0, 1e-9)
-        if config["method_kwargs"].get("kmeans_init", "kmeans++") == "kmeans++":
+        if args.kmeans_init == "kmeans++":
             t0 = time.perf_counter()
             kmeanspp_init(x, k, seed=0)
             rates["kmeans_seeding_products_per_s"] = products / max(time.perf_counter() - t0, 1e-9)
@@ -152,34 +158,35 @@ def calibrate_rates(config: dict[str, Any], steps: int = 8, evaluation: bool = T
             rates["kmeans_seeding_products_per_s"] = math.inf
     rates["eval_s"] = 0.0
     if evaluation:
-        for name in config["eval_tasks"]:  # generated and cached once, untimed: the runs will find them cached
-            for split, size in (("train", config["task_train"]), ("test", config["task_test"])):
-                task_lib.load_task(name, split, n=size, scale=config["scale"])
-        task_lib.load_retrieval(n_images=config["retrieval_images"], scale=config["scale"])
+        ev = config.eval
+        for name in ev.tasks:  # generated and cached once, untimed: the runs will find them cached
+            for split, size in (("train", ev.task_train), ("test", ev.task_test)):
+                task_lib.load_task(name, split, n=size, scale=ev.scale)
+        task_lib.load_retrieval(n_images=ev.retrieval_images, scale=ev.scale)
         t0 = time.perf_counter()
-        evaluate_suite(model, tokenizer, config)
+        evaluate_suite(model, tokenizer, ev)
         rates["eval_s"] = time.perf_counter() - t0
     _CALIBRATIONS[key] = rates
     return dict(rates)
 
 
-def run_seconds(config: dict[str, Any], rates: dict[str, float]) -> float:
+def run_seconds(config: RunConfig, rates: dict[str, float]) -> float:
     """Wall time of one run from ``rates`` (``calibrate_rates``): its training steps, and for ProtoCLIP, every
     clustering episode's feature extraction and K-Means (image, text and the teacher's, seeding plus
     ``kmeans_iters`` Lloyd iterations of N x K x d products), plus one evaluation."""
-    n, e, batch = config["train_size"], config["episode_size"] or config["train_size"], config["batch_size"]
-    episodes = max(1, round(config["epochs"] * n / e))
+    n, e, batch = config.train_size, config.episode_size, config.train.batch_size
+    episodes = max(1, round(config.train.epochs * n / e))
     seconds = episodes * (e // batch) * batch / rates["train"] + rates["eval_s"]
-    if config["method"] != "protoclip":
+    if config.method != "protoclip":
         return seconds
-    kw = config["method_kwargs"]
-    clustering = max(0, episodes - int(kw.get("warmup_episodes", 0))) if kw.get("proto_weight", 1.0) else 0
-    k = kw.get("k") or max(1, e // kw.get("images_per_prototype", 10))
-    dims = 2 * int(kw.get("head_dim", 64)) + (PCA_DIM if kw.get("external_teacher", "none") != "none" else 0)
+    kw = cast(ProtoCLIPArgs, config.method_args)
+    clustering = max(0, episodes - int(kw.warmup_episodes)) if kw.proto_weight else 0
+    k = kw.k or max(1, e // kw.images_per_prototype)
+    dims = 2 * int(kw.head_dim) + (PCA_DIM if kw.external_teacher != "none" else 0)
     products = float(e) * k * dims
     per_episode = (
         e / rates["extract"]
-        + products * int(kw.get("kmeans_iters", 20)) / rates["kmeans_products_per_s"]
+        + products * int(kw.kmeans_iters) / rates["kmeans_products_per_s"]
         + products / rates["kmeans_seeding_products_per_s"]
     )
     return seconds + clustering * per_episode

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 import torch
@@ -32,11 +33,12 @@ from vlp_lib import distributed
 from vlp_lib.cluster import kmeans
 from vlp_lib.config import check_positive_int
 from vlp_lib.losses.clip import clip_loss
+from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Episode, Method, MethodContext
 from vlp_lib.models import clamp_logit_scale_
 from vlp_lib.papers.protoclip.loss import proto_loss
 from vlp_lib.papers.protoclip.prototypes import pbt, soft_targets
-from vlp_lib.papers.protoclip.teachers import check_teacher, teacher_features
+from vlp_lib.papers.protoclip.teachers import Teacher, check_teacher, teacher_features
 
 
 def projection_head(in_dim: int, hidden: int, out: int) -> nn.Sequential:
@@ -44,6 +46,44 @@ def projection_head(in_dim: int, hidden: int, out: int) -> nn.Sequential:
     return nn.Sequential(
         nn.Linear(in_dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(inplace=True), nn.Linear(hidden, out)
     )
+
+
+@dataclass(frozen=True)
+class ProtoCLIPArgs(MethodArgs):
+    """ProtoCLIP's arguments in a run config (``method_kwargs``), with their defaults; ``ProtoCLIP`` describes them.
+    ``external_teacher`` names the teacher whose features ``ProtoCLIP.arguments`` computes (``teachers``)."""
+
+    method: ClassVar[str] = "ProtoCLIP"
+
+    head_hidden: int = 512
+    head_dim: int = 64
+    k: int | None = None
+    images_per_prototype: int = 10
+    target_temperature: float = 0.0
+    use_pbt: bool = True
+    clip_weight: float = 1.0
+    proto_weight: float = 1.0
+    external_teacher: Teacher = "none"
+    warmup_episodes: int = 0
+    kmeans_iters: int = 20
+    kmeans_init: Literal["kmeans++", "random"] = "kmeans++"
+    extract_batch_size: int = 512
+
+    def __post_init__(self) -> None:
+        tau = self.target_temperature
+        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau):
+            raise ValueError(f"target_temperature must be a number (<= 0 for hardmax), got {tau!r}")
+        for name in ("images_per_prototype", "head_hidden", "head_dim", "extract_batch_size"):
+            check_positive_int(name, getattr(self, name))
+        if self.k is not None:
+            check_positive_int("k", self.k)
+        if self.kmeans_init not in ("kmeans++", "random"):
+            raise ValueError(f"kmeans_init must be 'kmeans++' or 'random', got {self.kmeans_init!r}")
+        if int(self.kmeans_iters) < 0:
+            raise ValueError(f"kmeans_iters must be >= 0, got {self.kmeans_iters!r}")
+        if int(self.warmup_episodes) < 0:
+            raise ValueError(f"warmup_episodes must be >= 0, got {self.warmup_episodes!r}")
+        check_teacher(self.external_teacher)
 
 
 class ProtoCLIP(Method):
@@ -69,23 +109,24 @@ class ProtoCLIP(Method):
     # across processes: each rank extracts its share of the episode, the features are gathered, rank 0 clusters
     # and broadcasts prototypes and assignments; the heads' BatchNorm sees the global batch (``project``)
     distributed = True
+    Args: ClassVar[type[MethodArgs]] = ProtoCLIPArgs
 
     def __init__(
         self,
         embed_dim: int = 128,
-        head_hidden: int = 512,
-        head_dim: int = 64,
-        k: int | None = None,
-        images_per_prototype: int = 10,
-        target_temperature: float = 0.0,
-        use_pbt: bool = True,
-        clip_weight: float = 1.0,
-        proto_weight: float = 1.0,
+        head_hidden: int = ProtoCLIPArgs.head_hidden,
+        head_dim: int = ProtoCLIPArgs.head_dim,
+        k: int | None = ProtoCLIPArgs.k,
+        images_per_prototype: int = ProtoCLIPArgs.images_per_prototype,
+        target_temperature: float = ProtoCLIPArgs.target_temperature,
+        use_pbt: bool = ProtoCLIPArgs.use_pbt,
+        clip_weight: float = ProtoCLIPArgs.clip_weight,
+        proto_weight: float = ProtoCLIPArgs.proto_weight,
         external_features: np.ndarray | None = None,
-        warmup_episodes: int = 0,
-        kmeans_iters: int = 20,
-        kmeans_init: str = "kmeans++",
-        extract_batch_size: int = 512,
+        warmup_episodes: int = ProtoCLIPArgs.warmup_episodes,
+        kmeans_iters: int = ProtoCLIPArgs.kmeans_iters,
+        kmeans_init: str = ProtoCLIPArgs.kmeans_init,
+        extract_batch_size: int = ProtoCLIPArgs.extract_batch_size,
     ) -> None:
         super().__init__()
         self.image_head = projection_head(embed_dim, head_hidden, head_dim)
@@ -104,28 +145,12 @@ class ProtoCLIP(Method):
         self.extract_batch_size = extract_batch_size
         self.state: dict[str, torch.Tensor] | None = None  # this episode's prototypes and assignments
 
-    ARGUMENTS = (
-        "head_hidden",
-        "head_dim",
-        "k",
-        "images_per_prototype",
-        "target_temperature",
-        "use_pbt",
-        "clip_weight",
-        "proto_weight",
-        "external_teacher",
-        "warmup_episodes",
-        "kmeans_iters",
-        "kmeans_init",
-        "extract_batch_size",
-    )
-
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
-        """``kwargs`` plus the model's representation size and, for ``external_teacher``, the teacher's features
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
+        """``args`` plus the model's representation size and, for ``external_teacher``, the teacher's features
         of the training captions (Eq. 8: MiniLM standing in for RoBERTa, or the CLIP baseline's text encoder)."""
-        kwargs = dict(kwargs)
-        teacher = check_teacher(kwargs.pop("external_teacher", "none"))
+        kwargs = args.kwargs()
+        teacher = check_teacher(kwargs.pop("external_teacher"))
         kwargs["embed_dim"] = int(cast(torch.Tensor, context.model.text_projection).shape[1])  # open_clip CLIP's
         if teacher != "none":
             kwargs["external_features"] = teacher_features(
@@ -134,33 +159,17 @@ class ProtoCLIP(Method):
         return kwargs
 
     @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        unknown = set(kwargs) - set(cls.ARGUMENTS)
-        if unknown:
-            raise ValueError(f"method_kwargs: unknown ProtoCLIP argument(s) {sorted(unknown)}")
-        tau = kwargs.get("target_temperature", 0.0)
-        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau):
-            raise ValueError(f"target_temperature must be a number (<= 0 for hardmax), got {tau!r}")
-        for name in ("images_per_prototype", "head_hidden", "head_dim", "extract_batch_size"):
-            if name in kwargs:
-                check_positive_int(name, kwargs[name])
-        k = kwargs.get("k")
-        if k is not None:
-            check_positive_int("k", k)
-            if k > episode_size:
-                raise ValueError(f"k ({k}) is larger than the episode ({episode_size} pairs)")
-        elif episode_size // kwargs.get("images_per_prototype", 10) < 1:
+    def check_args(cls, args: MethodArgs, episode_size: int) -> None:
+        """What the episode bounds: ``k`` at most the episode, ``images_per_prototype`` leaving a prototype."""
+        a = cast(ProtoCLIPArgs, args)
+        if a.k is not None:
+            if a.k > episode_size:
+                raise ValueError(f"k ({a.k}) is larger than the episode ({episode_size} pairs)")
+        elif episode_size // a.images_per_prototype < 1:
             raise ValueError(
-                f"images_per_prototype ({kwargs.get('images_per_prototype')}) leaves no prototype "
+                f"images_per_prototype ({a.images_per_prototype}) leaves no prototype "
                 f"in an episode of {episode_size} pairs"
             )
-        if kwargs.get("kmeans_init", "kmeans++") not in ("kmeans++", "random"):
-            raise ValueError(f"kmeans_init must be 'kmeans++' or 'random', got {kwargs['kmeans_init']!r}")
-        if int(kwargs.get("kmeans_iters", 20)) < 0:
-            raise ValueError(f"kmeans_iters must be >= 0, got {kwargs['kmeans_iters']!r}")
-        if int(kwargs.get("warmup_episodes", 0)) < 0:
-            raise ValueError(f"warmup_episodes must be >= 0, got {kwargs['warmup_episodes']!r}")
-        check_teacher(kwargs.get("external_teacher", "none"))
 
     def n_prototypes(self, episode_size: int) -> int:
         return self.k if self.k is not None else max(1, episode_size // self.images_per_prototype)

@@ -11,7 +11,7 @@ from 1024 to 64 dimensions by PCA, IV-A-3).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
@@ -21,7 +21,11 @@ from vlp_lib.eval import encode_texts
 from vlp_lib.paths import cache_dir
 from vlp_lib.sentence_encoder import PCA_DIM, minilm_features, pca_reduce
 
-TEACHERS = ("none", "minilm", "clip")
+if TYPE_CHECKING:  # the run config imports the method registry, which imports this paper's method
+    from vlp_lib.run_config import RunConfig
+
+Teacher = Literal["none", "minilm", "clip"]
+TEACHERS: tuple[str, ...] = get_args(Teacher)
 
 
 def check_teacher(name: str) -> str:
@@ -43,14 +47,14 @@ def clip_text_features(
     return cached_array(cache_dir() / "teachers" / f"clip-{dim}-{cache_key}-{content_key(list(texts))}.npy", compute)
 
 
-def clip_teacher_config(config: dict[str, Any]) -> dict[str, Any]:
+def clip_teacher_config(config: RunConfig) -> RunConfig:
     """The run whose text encoder is the "clip" teacher of the ProtoCLIP run ``config``: the CLIP baseline trained
     with the same scale, data and seed (Fig. 6 (d))."""
-    return {**config, "method": "clip", "method_kwargs": {}, "episode_size": None, "image_lock_fraction": 0.0}
+    return config.replace(method="clip", method_kwargs={}, episode_size=None, image_lock_fraction=0.0)
 
 
 def teacher_features(
-    name: str, config: dict[str, Any], captions: Sequence[str], trained: Callable[[dict[str, Any]], tuple[Any, Any]]
+    name: str, config: RunConfig, captions: Sequence[str], trained: Callable[[Any], tuple[Any, Any]]
 ) -> np.ndarray | None:
     """An external teacher's (PCA-reduced) features of every training caption: ``"minilm"`` (the packaged
     sentence encoder), ``"clip"`` (the text encoder of ``clip_teacher_config(config)``, trained first if it is not
@@ -62,6 +66,6 @@ def teacher_features(
         clip_config = clip_teacher_config(config)
         clip_model, tokenizer = trained(clip_config)
         # a CLIP run is the core's: its features change when the core does
-        key = runs.config_hash(clip_config) + runs.code_fingerprint()
+        key = runs.config_hash(clip_config.to_dict()) + runs.code_fingerprint()
         return clip_text_features(clip_model, tokenizer, captions, cache_key=key)
     return None

@@ -25,7 +25,9 @@ VinVL gives 10) are masked out of the attention and of the mean.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, cast, get_args
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +35,7 @@ from torch import nn
 
 from vlp_lib.data.paired import tokenize_all
 from vlp_lib.losses.soft import soft_info_nce
+from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Method, MethodContext
 from vlp_lib.papers.pyramidclip.summaries import summarize_all
 
@@ -46,15 +49,17 @@ TERMS: dict[str, tuple[str, str]] = {
 }
 FULL_WEIGHTS = {"gs": 0.25, "lt": 0.25, "rs": 0.25, "rt": 0.25}  # Eq. 6 with lambda = mu = gamma = 0.25
 # T_S: the extractive stand-in for T5 (``data.summaries``), or the world's clean summaries (an upper-bound control)
-SUMMARIES = ("extractive", "oracle")
+Summary = Literal["extractive", "oracle"]
+SUMMARIES: tuple[str, ...] = get_args(Summary)
 # the frozen object detector behind R: the world's crop CNN (VinVL's stand-in), or its untrained control
-DETECTORS = ("trained", "untrained")
+Detector = Literal["trained", "untrained"]
+DETECTORS: tuple[str, ...] = get_args(Detector)
 
 
 def check_weights(weights: Any) -> dict[str, float]:
     """``ValueError`` naming ``weights`` unless it maps known terms (``TERMS``) to non-negative numbers summing
     to 1 (Eq. 6 is a convex combination)."""
-    if not isinstance(weights, dict) or not weights:
+    if not isinstance(weights, Mapping) or not weights:
         raise ValueError(f"weights must be a non-empty dict of terms {sorted(TERMS)} -> weight, got {weights!r}")
     unknown = set(weights) - set(TERMS)
     if unknown:
@@ -81,6 +86,38 @@ def uses_rois(weights: dict[str, float]) -> bool:
 def uses_summaries(weights: dict[str, float]) -> bool:
     """Whether a term of ``weights`` contrasts the summary T_S (L_GS, L_RS)."""
     return any(TERMS[t][1] == "summary" for t in weights)
+
+
+@dataclass(frozen=True)
+class PyramidCLIPArgs(MethodArgs):
+    """PyramidCLIP's arguments: the loss ``weights`` of Eq. 6 (terms of ``TERMS`` -> weights >= 0 summing to 1;
+    default ``FULL_WEIGHTS``), the label smoothing ``alpha`` (Eq. 3-4, in [0, 1)), ``literal`` (Eq. 3 as written,
+    ``losses.soft.smoothed_targets``), the summaries T_S (``summary``: ``SUMMARIES``), the frozen detector behind R
+    (``detector``: ``DETECTORS``; ``detector_images``: the size of its training world, ``None``: the detector's
+    default, else >= 50) and ``vit_ls`` (the first block of a ViT's ROI path, ``None``: 3/4 of the blocks)."""
+
+    method: ClassVar[str] = "pyramidclip"
+
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(FULL_WEIGHTS))
+    alpha: float = 0.2
+    literal: bool = True
+    summary: Summary = "extractive"
+    detector: Detector = "trained"
+    detector_images: int | None = None
+    vit_ls: int | None = None
+
+    def __post_init__(self) -> None:
+        check_weights(self.weights)
+        check_alpha(self.alpha)
+        if self.summary not in SUMMARIES:
+            raise ValueError(f"summary must be one of {SUMMARIES}, got {self.summary!r}")
+        if self.detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {DETECTORS}, got {self.detector!r}")
+        images = self.detector_images
+        if images is not None and (isinstance(images, bool) or not isinstance(images, int) or images < 50):
+            raise ValueError(
+                f"detector_images must be an integer >= 50 (the detector's training world), got {images!r}"
+            )
 
 
 class RoiEncoder(nn.Module):
@@ -164,16 +201,17 @@ class PyramidCLIP(Method):
     summary terms, ``rois`` [N, M, roi_dim] and ``roi_mask`` [N, M] for the relation terms."""
 
     name = "pyramidclip"
+    Args: ClassVar[type[MethodArgs]] = PyramidCLIPArgs
     distributed = True  # every term's softened InfoNCE gathers the global batch (losses.soft.soft_info_nce)
 
     def __init__(
         self,
         visual: nn.Module | None = None,
-        weights: dict[str, float] | None = None,
-        alpha: float = 0.2,
-        literal: bool = True,
+        weights: Mapping[str, float] | None = None,
+        alpha: float = PyramidCLIPArgs.alpha,
+        literal: bool = PyramidCLIPArgs.literal,
         roi_dim: int = 68,
-        vit_ls: int | None = None,
+        vit_ls: int | None = PyramidCLIPArgs.vit_ls,
     ):
         super().__init__()
         self.weights = check_weights(FULL_WEIGHTS if weights is None else weights)
@@ -188,15 +226,19 @@ class PyramidCLIP(Method):
         self.views = ("local",) if any(TERMS[t][0] == "local" for t in self.weights) else ()
 
     @classmethod
-    def arguments(cls, kwargs: dict[str, Any], context: MethodContext) -> dict[str, Any]:
+    def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
         """Side data from the training pairs: T_S tokens (``summary``: extractive from each caption, or the world's
         clean summaries) for the summary terms; the detector's ROI sequence of every image (``detector``:
         trained or untrained crop CNN on the world's boxes, ``vlp_lib.papers.pyramidclip.detector``) and the image tower for the
         relation terms."""
-        kwargs = dict(kwargs)
-        summary, detector = kwargs.pop("summary", "extractive"), kwargs.pop("detector", "trained")
-        detector_images = kwargs.pop("detector_images", None)
-        weights = check_weights(kwargs.get("weights", FULL_WEIGHTS))
+        pyramid_args = cast(PyramidCLIPArgs, args)
+        kwargs = args.kwargs()
+        for key in ("summary", "detector", "detector_images"):  # side data only, not the constructor's
+            kwargs.pop(key)
+        summary, detector = pyramid_args.summary, pyramid_args.detector
+        detector_images = pyramid_args.detector_images
+        kwargs["weights"] = dict(pyramid_args.weights)
+        weights = check_weights(pyramid_args.weights)
         data = context.data
         if uses_summaries(weights):
             texts = summarize_all(data.captions) if summary == "extractive" else list(data.extra["summaries"])
@@ -210,7 +252,7 @@ class PyramidCLIP(Method):
 
             if "boxes" not in data.extra:
                 raise ValueError("detector: the relation terms need each image's object boxes (the generated world)")
-            sizes = (
+            sizes: dict[str, Any] = (  # load_detector's keywords
                 {}
                 if detector_images is None
                 else {"train_images": detector_images, "test_images": max(100, detector_images // 6)}
@@ -220,24 +262,6 @@ class PyramidCLIP(Method):
             data.extra["rois"], data.extra["roi_mask"] = torch.from_numpy(rois), torch.from_numpy(mask)
             kwargs.update(visual=context.model.visual, roi_dim=ROI_DIM)
         return kwargs
-
-    @classmethod
-    def check_kwargs(cls, kwargs: dict, episode_size: int) -> None:
-        known = {"weights", "alpha", "literal", "summary", "detector", "detector_images", "vit_ls"}
-        unknown = set(kwargs) - known
-        if unknown:
-            raise ValueError(f"method_kwargs: unknown PyramidCLIP arguments {sorted(unknown)}; known: {sorted(known)}")
-        check_weights(kwargs.get("weights", FULL_WEIGHTS))
-        check_alpha(kwargs.get("alpha", 0.2))
-        if kwargs.get("summary", "extractive") not in SUMMARIES:
-            raise ValueError(f"summary must be one of {SUMMARIES}, got {kwargs['summary']!r}")
-        if kwargs.get("detector", "trained") not in DETECTORS:
-            raise ValueError(f"detector must be one of {DETECTORS}, got {kwargs['detector']!r}")
-        images = kwargs.get("detector_images")
-        if images is not None and (isinstance(images, bool) or not isinstance(images, int) or images < 50):
-            raise ValueError(
-                f"detector_images must be an integer >= 50 (the detector's training world), got {images!r}"
-            )
 
     def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
         needed_images = {TERMS[t][0] for t in self.weights}

@@ -55,6 +55,7 @@ from vlp_lib.data import corpora, vocab
 from vlp_lib.data.tasks import ROBUST_TASKS, SEVEN_TASKS, SHAPE_SET_A, SHAPE_SET_B
 from vlp_lib.papers.dimefm import mmd
 from vlp_lib.papers.dimefm.book import paper
+from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(teacher_size=256, teacher_epochs=1, corpus_size=128, unit_epochs=1, sweep_size=128, batch_size=32,
@@ -272,9 +273,9 @@ def text_spec(texts: str, scale: str) -> Any:
     return specs[texts]
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
+def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute). A
-    DIME-FM row carries its teacher's full config (``TEACHER`` at ``TEACHER_SEED``) in ``method_kwargs``."""
+    DIME-FM row carries its teacher's config (``TEACHER`` at ``TEACHER_SEED``) in its ``method_args.teacher``."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
     size, epochs, world_seed, knobs = _data(row, sizes)
@@ -351,7 +352,7 @@ def training_seconds(records: Sequence[dict]) -> float:
 def mmd_config(scale: str = "laptop") -> dict[str, Any]:
     """The key of the MMD record in the results store: the teacher's config, every corpus and the sampling."""
     sizes = CHAPTER_SCALES[scale]
-    return {"scale": scale, "teacher": config(TEACHER, scale, TEACHER_SEED),
+    return {"scale": scale, "teacher": config(TEACHER, scale, TEACHER_SEED).to_dict(),
             "image_corpus": {"n": sizes["mmd_pool"], "seed": SEEDS["corpus"], "world_knobs": WORLD_KNOBS},
             "nlp": {"n": sizes["mmd_pool"], "seed": SEEDS["nlp"]},
             "constructed": text_spec("constructed", scale), "samples": sizes["mmd_samples"],
@@ -386,7 +387,7 @@ def constructed_corpus(scale: str, model: Any, tokenizer: Any, image_features: A
 
     spec = text_spec("constructed", scale)
     if image_features is None or len(image_features) < spec["queries"]:
-        images = generate(spec["queries"], seed=SEEDS["corpus"], image_size=config(STUDENT, scale)["image_size"],
+        images = generate(spec["queries"], seed=SEEDS["corpus"], image_size=config(STUDENT, scale).image_size,
                           **WORLD_KNOBS).images
         image_features = encode_images(model, images)
     return corpora.build_corpus(spec, query_features=image_features,

@@ -37,6 +37,7 @@ from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.config import scale_defaults
 from vlp_lib.papers.iclip import evaluations
 from vlp_lib.papers.iclip.book import paper
+from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(train_size=128, class_images=256, unit_epochs=1, batch_size=32, task_test=40, retrieval_images=20,
@@ -92,7 +93,7 @@ UNICL_ROWS = [ICLIP, UNICL, NO_DEFINITIONS, ICLIP_FULL, UNICL_FULL]
 ROWS = list(dict.fromkeys([*RATIO_ROWS, *UNICL_ROWS]))
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
+def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]

@@ -43,6 +43,7 @@ from vlp_lib.data import training
 from vlp_lib.papers.icmlm import evaluations, lexicon
 from vlp_lib.papers.icmlm.book import paper
 from vlp_lib.papers.icmlm.evaluations import PROXY_KIND, ZSL_KIND
+from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(train_size=128, epochs=1, batch_size=32, lr=2e-3, task_train=100, task_test=60, seeds=(0,),
@@ -93,7 +94,7 @@ class Row:
         return {"full": list(FULL_EVAL), "voc": ["objects_shift"],
                 "no_coco": ["shapes_colours", "objects_shift"]}[self.eval]
 
-    def method_kwargs(self, lm: dict[str, Any], init: dict[str, Any] | None) -> dict[str, Any]:
+    def method_kwargs(self, lm: dict[str, Any], init: RunConfig | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"label_set": self.label_set}
         if self.label_set == "postag":
             kwargs.update(pos=list(self.pos), k=self.k)
@@ -129,7 +130,7 @@ HEAD_ROWS = [TP_POSTAG_2X, TFM, ATT_FC, TFM_BIG, ATT_FC_BIG, *LAMBDAS.values(), 
 ROWS = list(dict.fromkeys([*LABEL_ROWS, *HEAD_ROWS]))
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
+def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute). An
     ICMLM row's ``init`` is the config of ``TP_POSTAG`` at the same scale and seed."""
     scale_defaults(scale)
@@ -156,7 +157,7 @@ def training_captions(scale: str = "laptop", seed: int = 0) -> list[str]:
     from vlp_lib.data.tokenizer import world_tokenizer
 
     c = config(TP_POSTAG, scale, seed)
-    return training.world_data(c, world_tokenizer(c["context_length"])).captions
+    return training.world_data(c, world_tokenizer(c.context_length)).captions
 
 
 def check_label_sizes(sizes: Any, scale: str = "laptop") -> list[int]:
@@ -262,7 +263,7 @@ def chance_levels(scale: str = "laptop") -> dict[str, float]:
     1 / 100 for IN-1K. ``{"VOC": ..., "IN-1K": ..., "COCO": ...}``."""
     from vlp_lib.suite import chance_levels as suite_chance
 
-    chance = suite_chance(config(TP_POSTAG, scale, 0), text_tower=False)
+    chance = suite_chance(config(TP_POSTAG, scale, 0).eval, text_tower=False)
     return {name: chance[key] for name, key in TARGETS.items()}
 
 

@@ -28,7 +28,9 @@ from vlp_lib.config import (
 )
 from vlp_lib.papers.protoclip.book import paper
 from vlp_lib.papers.protoclip.calibration import calibrate_rates, run_seconds
+from vlp_lib.papers.protoclip.method import ProtoCLIPArgs
 from vlp_lib.papers.protoclip.teachers import check_teacher, clip_teacher_config
+from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
 
 SWEEPS = {
@@ -45,18 +47,48 @@ SWEEPS = {
 # claimed one, its reference, one more for the figure's shape; the paper's figure has 4-6): the laptop book's
 # 60-minute budget buys three seeds of three values better than fewer seeds of more values.
 ABLATION_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=128, total_samples=128, batch_size=32, task_train=100, task_test=50,
-                  retrieval_images=30, head_hidden=64, head_dim=32,
-                  episode_fractions=(1.0,), temperatures=(0.0, 0.01), images_per_prototype_values=(5, 10),
-                  teachers=("none", "minilm")),
-    "laptop": dict(train_size=10_240, total_samples=20_480, batch_size=128, task_train=2_000, task_test=1_000,
-                   retrieval_images=200, head_hidden=512, head_dim=64,
-                   episode_fractions=(0.1, 0.2, 1.0), temperatures=(0.0, 0.01, 0.05),
-                   images_per_prototype_values=(5, 10, 50), teachers=("none", "clip", "minilm")),
-    "paper": dict(train_size=1_000_000, total_samples=20_000_000, batch_size=512, task_train=50_000,
-                  task_test=10_000, retrieval_images=5_000, head_hidden=2048, head_dim=128,
-                  episode_fractions=(0.05, 0.1, 0.2, 0.5, 1.0), temperatures=(0.0, 0.001, 0.005, 0.01, 0.05, 0.1),
-                  images_per_prototype_values=(5, 10, 20, 50, 100), teachers=("none", "clip", "minilm")),
+    "smoke": dict(
+        train_size=128,
+        total_samples=128,
+        batch_size=32,
+        task_train=100,
+        task_test=50,
+        retrieval_images=30,
+        head_hidden=64,
+        head_dim=32,
+        episode_fractions=(1.0,),
+        temperatures=(0.0, 0.01),
+        images_per_prototype_values=(5, 10),
+        teachers=("none", "minilm"),
+    ),
+    "laptop": dict(
+        train_size=10_240,
+        total_samples=20_480,
+        batch_size=128,
+        task_train=2_000,
+        task_test=1_000,
+        retrieval_images=200,
+        head_hidden=512,
+        head_dim=64,
+        episode_fractions=(0.1, 0.2, 1.0),
+        temperatures=(0.0, 0.01, 0.05),
+        images_per_prototype_values=(5, 10, 50),
+        teachers=("none", "clip", "minilm"),
+    ),
+    "paper": dict(
+        train_size=1_000_000,
+        total_samples=20_000_000,
+        batch_size=512,
+        task_train=50_000,
+        task_test=10_000,
+        retrieval_images=5_000,
+        head_hidden=2048,
+        head_dim=128,
+        episode_fractions=(0.05, 0.1, 0.2, 0.5, 1.0),
+        temperatures=(0.0, 0.001, 0.005, 0.01, 0.05, 0.1),
+        images_per_prototype_values=(5, 10, 20, 50, 100),
+        teachers=("none", "clip", "minilm"),
+    ),
 }
 EPISODE_FRACTION = 0.2  # IV-D: 0.2M pairs per episode out of 1M
 WARMUP_FRACTION = 0.05
@@ -69,7 +101,7 @@ WARMUP_FRACTION = 0.05
 class Run:
     sweep: str  # "base" or a SWEEPS key
     value: Any
-    config: dict[str, Any]
+    config: RunConfig
 
 
 @dataclass
@@ -79,10 +111,10 @@ class Plan:
     runs: list[Run] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
 
-    def unique_configs(self) -> list[dict[str, Any]]:
-        seen: dict[str, dict[str, Any]] = {}
+    def unique_configs(self) -> list[RunConfig]:
+        seen: dict[str, RunConfig] = {}
         for r in self.runs:
-            seen.setdefault(runs.config_hash(r.config), r.config)
+            seen.setdefault(runs.config_hash(r.config.to_dict()), r.config)
         return list(seen.values())
 
 
@@ -90,10 +122,10 @@ def make_plan(
     scale: str = "laptop",
     episode_size: int | None = None,
     k: int | None = None,
-    images_per_prototype: int = 10,
-    target_temperature: float = 0.0,
-    external_teacher: str = "none",
-    pbt: bool = True,
+    images_per_prototype: int = ProtoCLIPArgs.images_per_prototype,  # the method's defaults, written once
+    target_temperature: float = ProtoCLIPArgs.target_temperature,
+    external_teacher: str = ProtoCLIPArgs.external_teacher,
+    pbt: bool = ProtoCLIPArgs.use_pbt,
     total_samples: int | None = None,
     seeds: Sequence[int] = (0, 1, 2),
     sweeps: Sequence[str] = tuple(SWEEPS),
@@ -128,26 +160,54 @@ def make_plan(
         raise ValueError(f"images_per_prototype ({images_per_prototype}) is larger than the episode ({episode_size})")
     batch = min(sizes["batch_size"], episode_size)
 
-    def config(seed: int, episode: int, clip_weight: float = 1.0, **method: Any) -> dict[str, Any]:
+    def config(seed: int, episode: int, clip_weight: float = 1.0, **method: Any) -> RunConfig:
         # the official recipe's InfoNCE-only first episode, except in the L_Proto-only episode-size sweep
         # (Fig. 6 (a)), where it would be half of the run at the largest episode and 1/20 at the smallest
-        kwargs = {"head_hidden": sizes["head_hidden"], "head_dim": sizes["head_dim"], "k": k,
-                  "images_per_prototype": images_per_prototype, "target_temperature": target_temperature,
-                  "use_pbt": bool(pbt), "external_teacher": external_teacher, "clip_weight": clip_weight,
-                  "warmup_episodes": 1 if clip_weight else 0}
+        kwargs = {
+            "head_hidden": sizes["head_hidden"],
+            "head_dim": sizes["head_dim"],
+            "k": k,
+            "images_per_prototype": images_per_prototype,
+            "target_temperature": target_temperature,
+            "use_pbt": bool(pbt),
+            "external_teacher": external_teacher,
+            "clip_weight": clip_weight,
+            "warmup_episodes": 1 if clip_weight else 0,
+        }
         kwargs.update(method)
         if kwargs["k"] is None:
             del kwargs["k"]
         steps = round(total / episode) * (episode // batch)
         return experiment.make_config(
-            scale, method="protoclip", seed=seed, train_size=n, episode_size=episode, epochs=total / n,
-            batch_size=batch, warmup_steps=max(1, int(WARMUP_FRACTION * steps)),
-            task_train=sizes["task_train"], task_test=sizes["task_test"],
-            retrieval_images=sizes["retrieval_images"], eval_tasks=list(VALIDATION_TASKS), method_kwargs=kwargs)
+            scale,
+            method="protoclip",
+            seed=seed,
+            train_size=n,
+            episode_size=episode,
+            epochs=total / n,
+            batch_size=batch,
+            warmup_steps=max(1, int(WARMUP_FRACTION * steps)),
+            task_train=sizes["task_train"],
+            task_test=sizes["task_test"],
+            retrieval_images=sizes["retrieval_images"],
+            eval_tasks=list(VALIDATION_TASKS),
+            method_kwargs=kwargs,
+        )
 
-    plan = Plan(scale=scale, base=dict(episode_size=episode_size, k=k, images_per_prototype=images_per_prototype,
-                                       target_temperature=target_temperature, external_teacher=external_teacher,
-                                       pbt=pbt, total_samples=total, train_size=n), seeds=seeds)
+    plan = Plan(
+        scale=scale,
+        base=dict(
+            episode_size=episode_size,
+            k=k,
+            images_per_prototype=images_per_prototype,
+            target_temperature=target_temperature,
+            external_teacher=external_teacher,
+            pbt=pbt,
+            total_samples=total,
+            train_size=n,
+        ),
+        seeds=seeds,
+    )
     for seed in seeds:
         plan.runs.append(Run("base", None, config(seed, episode_size)))
         if "episode_size" in sweeps:
@@ -160,8 +220,9 @@ def make_plan(
         if "images_per_prototype" in sweeps:
             for ipp in sizes["images_per_prototype_values"]:
                 if episode_size // ipp >= 1:
-                    plan.runs.append(Run("images_per_prototype", ipp,
-                                         config(seed, episode_size, images_per_prototype=ipp, k=None)))
+                    plan.runs.append(
+                        Run("images_per_prototype", ipp, config(seed, episode_size, images_per_prototype=ipp, k=None))
+                    )
         if "external_teacher" in sweeps:
             for teacher in sizes["teachers"]:
                 plan.runs.append(Run("external_teacher", teacher, config(seed, episode_size, external_teacher=teacher)))
@@ -176,16 +237,19 @@ def estimate_seconds(plan: Plan, rates: dict[str, float] | None = None) -> dict[
     evaluation time is the median of theirs instead of a calibrated one. ``world_seconds``: rendering the world
     if it is not cached yet, at the calibrated ``world_images_per_s``. Nothing is measured when every run is
     stored."""
-    records = {runs.config_hash(c): (c, experiment.stored(c)) for c in plan.unique_configs()}
+    records = {runs.config_hash(c.to_dict()): (c, experiment.stored(c)) for c in plan.unique_configs()}
     todo = [c for c, record in records.values() if record is None]
-    evaluations = [r["timings"]["evaluation"] for _, r in records.values()
-                   if r is not None and "evaluation" in r.get("timings", {})]
-    teachers: dict[str, dict[str, Any]] = {}
+    evaluations = [
+        r["timings"]["evaluation"]
+        for _, r in records.values()
+        if r is not None and "evaluation" in r.get("timings", {})
+    ]
+    teachers: dict[str, RunConfig] = {}
     for c in todo:
-        if c["method_kwargs"].get("external_teacher") == "clip":
+        if isinstance(c.method_args, ProtoCLIPArgs) and c.method_args.external_teacher == "clip":
             t = clip_teacher_config(c)
             if experiment.stored(t) is None:
-                teachers.setdefault(runs.config_hash(t), t)
+                teachers.setdefault(runs.config_hash(t.to_dict()), t)
     out = {"runs_total": len(plan.unique_configs()), "runs_to_do": len(todo), "seconds": 0.0, "world_seconds": 0.0}
     if not todo:
         return out
@@ -196,8 +260,9 @@ def estimate_seconds(plan: Plan, rates: dict[str, float] | None = None) -> dict[
         if teachers:
             rates["clip_train"] = calibrate_rates(next(iter(teachers.values())), evaluation=False)["train"]
     clip_rates = {**rates, "train": rates.get("clip_train", rates["train"])}
-    out["seconds"] = (sum(run_seconds(c, rates) for c in todo)
-                      + sum(run_seconds(t, clip_rates) for t in teachers.values()))
+    out["seconds"] = sum(run_seconds(c, rates) for c in todo) + sum(
+        run_seconds(t, clip_rates) for t in teachers.values()
+    )
     out["world_seconds"] = plan.base["train_size"] / rates["world_images_per_s"]
     return out
 
@@ -216,8 +281,16 @@ def sweep_table(results: list[tuple[Run, dict]], metric: str = "avg3/linear") ->
         by_key.setdefault((run.sweep, run.value), []).append(record["metrics"][metric])
     for (sweep, value), values in by_key.items():
         m, s = mean_std(values)
-        rows.append({"sweep": sweep, "value": value, "mean": m, "std": s, "seeds": len(values),
-                     "values": np.round(values, 4).tolist()})
+        rows.append(
+            {
+                "sweep": sweep,
+                "value": value,
+                "mean": m,
+                "std": s,
+                "seeds": len(values),
+                "values": np.round(values, 4).tolist(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -225,7 +298,7 @@ def seed_table(results: list[tuple[Run, dict]], metric: str = "avg3/linear") -> 
     """``{(sweep, value): {seed: metric}}``: the per-seed values behind ``sweep_table``'s bars."""
     out: dict[tuple[str, Any], dict[int, float]] = {}
     for run, record in results:
-        out.setdefault((run.sweep, run.value), {})[int(run.config["seed"])] = float(record["metrics"][metric])
+        out.setdefault((run.sweep, run.value), {})[int(run.config.seed)] = float(record["metrics"][metric])
     return out
 
 
@@ -245,17 +318,36 @@ class SweepClaim:
 
 
 CLAIMS: list[SweepClaim] = [
-    SweepClaim("fig6a_episode", "episode_size", "episode of 0.2 of the data beats one episode per epoch",
-               EPISODE_FRACTION, 1.0, paper.NUMBERS["fig6a_gain_best_over_epoch_pp"] / 100),
-    SweepClaim("fig6b_soft_target", "target_temperature", "soft target tau_y = 0.01 beats hardmax", 0.01, 0.0,
-               paper.NUMBERS["fig6b_gain_soft_over_hardmax_pp"] / 100),
-    SweepClaim("fig6c_images_per_prototype", "images_per_prototype", "10 images per prototype is the best value",
-               10, None),
-    SweepClaim("fig6d_minilm", "external_teacher", "the language-model teacher (RoBERTa; ours MiniLM) helps",
-               "minilm", "none"),
+    SweepClaim(
+        "fig6a_episode",
+        "episode_size",
+        "episode of 0.2 of the data beats one episode per epoch",
+        EPISODE_FRACTION,
+        1.0,
+        paper.NUMBERS["fig6a_gain_best_over_epoch_pp"] / 100,
+    ),
+    SweepClaim(
+        "fig6b_soft_target",
+        "target_temperature",
+        "soft target tau_y = 0.01 beats hardmax",
+        0.01,
+        0.0,
+        paper.NUMBERS["fig6b_gain_soft_over_hardmax_pp"] / 100,
+    ),
+    SweepClaim(
+        "fig6c_images_per_prototype", "images_per_prototype", "10 images per prototype is the best value", 10, None
+    ),
+    SweepClaim(
+        "fig6d_minilm", "external_teacher", "the language-model teacher (RoBERTa; ours MiniLM) helps", "minilm", "none"
+    ),
     SweepClaim("fig6d_clip", "external_teacher", "the CLIP text-encoder teacher helps", "clip", "none"),
-    SweepClaim("fig6d_minilm_vs_clip", "external_teacher", "the language-model teacher beats the CLIP teacher",
-               "minilm", "clip"),
+    SweepClaim(
+        "fig6d_minilm_vs_clip",
+        "external_teacher",
+        "the language-model teacher beats the CLIP teacher",
+        "minilm",
+        "clip",
+    ),
 ]
 
 
@@ -269,9 +361,18 @@ def paper_claims(plan: Plan) -> list[dict[str, Any]]:
     def value(c: SweepClaim, v: Any) -> Any:
         return max(batch, int(round(v * n))) if c.sweep == "episode_size" and v is not None else v
 
-    return [{"id": c.id, "sweep": c.sweep, "claim": c.text, "better": value(c, c.better),
-             "reference": value(c, c.reference), "paper_effect": c.paper_effect,
-             "paper_gain_pp": None if c.paper_effect is None else round(100 * c.paper_effect, 2)} for c in CLAIMS]
+    return [
+        {
+            "id": c.id,
+            "sweep": c.sweep,
+            "claim": c.text,
+            "better": value(c, c.better),
+            "reference": value(c, c.reference),
+            "paper_effect": c.paper_effect,
+            "paper_gain_pp": None if c.paper_effect is None else round(100 * c.paper_effect, 2),
+        }
+        for c in CLAIMS
+    ]
 
 
 def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear") -> pd.DataFrame:
@@ -298,15 +399,42 @@ def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg
             continue
         test = paired_test(paired_differences(bars[c["better"]], bars[reference]), c["paper_effect"])
         text = format_test(test)
-        rows.append({"id": c["id"], "sweep": SWEEPS[c["sweep"]].split(":")[0], "claim": c["claim"],
-                     "setting": c["better"], "reference": reference, "paper gain (pp)": c["paper_gain_pp"],
-                     "book gain (pp)": f"{100 * test.mean:+.2f} ± {100 * test.std:.2f}",
-                     "95% interval": text["interval"], "verdict": test.verdict, "detectable effect": text["mde"],
-                     "seeds to decide": text["seeds_needed"], "gain": test.mean, "gain_std": test.std,
-                     "seeds": test.n, "test": test})
+        rows.append(
+            {
+                "id": c["id"],
+                "sweep": SWEEPS[c["sweep"]].split(":")[0],
+                "claim": c["claim"],
+                "setting": c["better"],
+                "reference": reference,
+                "paper gain (pp)": c["paper_gain_pp"],
+                "book gain (pp)": f"{100 * test.mean:+.2f} ± {100 * test.std:.2f}",
+                "95% interval": text["interval"],
+                "verdict": test.verdict,
+                "detectable effect": text["mde"],
+                "seeds to decide": text["seeds_needed"],
+                "gain": test.mean,
+                "gain_std": test.std,
+                "seeds": test.n,
+                "test": test,
+            }
+        )
     return pd.DataFrame(rows, columns=CLAIMS_TABLE_COLUMNS)
 
 
-CLAIMS_TABLE_COLUMNS = ["id", "sweep", "claim", "setting", "reference", "paper gain (pp)", "book gain (pp)",
-                        "95% interval", "verdict", "detectable effect", "seeds to decide", "gain", "gain_std",
-                        "seeds", "test"]
+CLAIMS_TABLE_COLUMNS = [
+    "id",
+    "sweep",
+    "claim",
+    "setting",
+    "reference",
+    "paper gain (pp)",
+    "book gain (pp)",
+    "95% interval",
+    "verdict",
+    "detectable effect",
+    "seeds to decide",
+    "gain",
+    "gain_std",
+    "seeds",
+    "test",
+]

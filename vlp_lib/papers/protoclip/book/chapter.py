@@ -35,6 +35,7 @@ from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import direction, fmt, mean_std, record_differences, seed_values
 from vlp_lib.config import scale_defaults
 from vlp_lib.papers.protoclip.book import ablation, paper
+from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
 
 # Sizes per scale. Laptop: 20,480 pairs, E = 2 epochs = 320 steps of 128 pairs with the laptop recipe
@@ -118,7 +119,7 @@ TABLE4 = [
 TABLE4_CONTROLS = [Row.of("CLIP + ProtoCLIP augmentation", "clip", augmentation=FULL_AUGMENTATION, units=1.0)]
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0, train_size: int | None = None) -> dict[str, Any]:
+def config(row: Row, scale: str = "laptop", seed: int = 0, train_size: int | None = None) -> RunConfig:
     """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]

@@ -27,6 +27,7 @@ from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.config import scale_defaults
 from vlp_lib.papers.pyramidclip.book import paper
+from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
@@ -101,7 +102,7 @@ ALPHA_SWEEP = [_pyramid(f"alpha = {a}", FULL["weights"], a) for a in (0.1, 0.4)]
 EXTENSIONS = [ORACLE_SUMMARIES, *ALPHA_SWEEP]
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> dict[str, Any]:
+def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
