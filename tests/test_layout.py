@@ -326,3 +326,14 @@ def test_run_rows_validates_every_config_before_computing_and_stored_needs_every
     monkeypatch.setattr(experiment, "stored", lambda c: stored.get((c["row"], c["seed"])))
     assert plan.stored("good", config, "smoke", [0, 1]) == [{"r": 0}, {"r": 1}]
     assert plan.stored("half", config, "smoke", [0, 1]) is None
+
+
+def test_one_claim_type_and_one_judge_for_every_chapter():
+    """Claims are data of one ``vlp_lib.book.claims.Claim`` type, judged by one ``judge``."""
+    defined = {
+        (module, node.name)
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in ("Claim", "judge")
+    }
+    assert defined == {("vlp_lib.book.claims", "Claim"), ("vlp_lib.book.claims", "judge")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -331,3 +332,18 @@ def test_world_relations_use_the_caption_rule():
     assert same_rule == n2
     # box centres are not drawing centres (rotation, a shape's offset in its box): near-diagonal pairs may differ
     assert box_vs_scene >= 0.93 * n2 and stated_agree >= 0.9 * stated and stated >= 5
+
+
+def test_the_world_cache_is_keyed_by_the_code_that_makes_worlds(tmp_path):
+    import shutil
+
+    from vlp_lib.data import vocab as vocab_module
+    from vlp_lib.data.world import WORLD_VERSION, generation
+
+    folder = tmp_path / "world"
+    shutil.copytree(Path(generation.__file__).parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    vocabulary = tmp_path / "vocab.py"
+    shutil.copy(vocab_module.__file__, vocabulary)
+    assert generation.world_code(folder, vocabulary) == WORLD_VERSION
+    (folder / "rendering.py").write_text((folder / "rendering.py").read_text() + "\n# supersample differently\n")
+    assert generation.world_code(folder, vocabulary) != WORLD_VERSION

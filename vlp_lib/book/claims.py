@@ -10,7 +10,8 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
   differences, e.g. "the gap is larger on IN-1K than on VOC"), same rule;
 - ``"every"``: each of ``candidates`` beats ``reference`` or, with ``better`` set, ``better`` beats each of
   ``candidates`` (``EVERY_RULE``); the line shows the weakest comparison;
-- ``"best_of"``: the best of ``candidates`` by seed-mean beats ``reference`` (VERDICT_RULE, no paper effect);
+- ``"best_of"``: the best of ``candidates`` by seed-mean beats ``reference`` or, with ``better`` set (and no
+  ``reference``), ``better`` beats the best of ``candidates`` ("is the best value"; VERDICT_RULE, no paper effect);
 - ``"sweep"``: ``report.SWEEP_RULE`` over ``grid`` ((value, row) in sweep order) with ``paper_best`` and
   ``endpoint`` (grid values);
 - ``"equivalence"``: ``better`` is within ``margin`` of ``reference`` (``report.EQUIVALENCE_RULE``; its seeds to
@@ -25,8 +26,6 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
   rho(reference) - rho(control) per seed by VERDICT_RULE;
 - ``"every_draw"``: an ordering ``check`` that must hold in every evaluation of a record outside the rows (DIME-FM's
   MMD kernels and draws): ``judge``'s ``checks`` gives, per check, each evaluation's (holds, reverse holds);
-- ``"external"``: judged outside ``judge`` on runs that are not the chapter's rows (ProtoCLIP's Fig. 6 ablation):
-  ``judge`` gives "not run", the chapter fills the line with ``external_line``;
 - ``"not_run"``: planned, not run (``reason``).
 
 ``paper_effect`` is the paper's difference as a fraction on our metric (points / 100), where it gives one;
@@ -54,13 +53,29 @@ from vlp_lib.book.report import (
     sweep_test,
 )
 
-KINDS = ("direction", "interaction", "every", "best_of", "sweep", "equivalence", "noninferiority", "match", "timing",
-         "correlation", "every_draw", "external", "not_run")
-EVERY_RULE = ("'Every setting beats the reference' claims: reproduced when every per-setting comparison is "
-              "reproduced (VERDICT_RULE), opposite when any is opposite, inconclusive otherwise; the line shows "
-              "the comparison with the smallest mean difference.")
-TIMING_RULE = ("Timing claims: reproduced when the book's value is within a factor of 2 of the paper's, not "
-               "reproduced otherwise (a measured share of time, no interval).")
+KINDS = (
+    "direction",
+    "interaction",
+    "every",
+    "best_of",
+    "sweep",
+    "equivalence",
+    "noninferiority",
+    "match",
+    "timing",
+    "correlation",
+    "every_draw",
+    "not_run",
+)
+EVERY_RULE = (
+    "'Every setting beats the reference' claims: reproduced when every per-setting comparison is "
+    "reproduced (VERDICT_RULE), opposite when any is opposite, inconclusive otherwise; the line shows "
+    "the comparison with the smallest mean difference."
+)
+TIMING_RULE = (
+    "Timing claims: reproduced when the book's value is within a factor of 2 of the paper's, not "
+    "reproduced otherwise (a measured share of time, no interval)."
+)
 
 
 @dataclass(frozen=True)
@@ -96,13 +111,21 @@ class Claim:
 
     def rows(self) -> list[Hashable]:
         """Every row the claim reads."""
-        rows = [self.better, self.reference, self.control, *(self.minus or ()), *self.candidates,
-                *(t[1] for t in self.terms), *(r for _, r in self.grid)]
+        rows = [
+            self.better,
+            self.reference,
+            self.control,
+            *(self.minus or ()),
+            *self.candidates,
+            *(t[1] for t in self.terms),
+            *(r for _, r in self.grid),
+        ]
         return list(dict.fromkeys(r for r in rows if r is not None))
 
 
-def interaction_differences(terms: Sequence[tuple[int, Hashable, str]],
-                            results: Mapping[Any, Sequence[dict]]) -> np.ndarray:
+def interaction_differences(
+    terms: Sequence[tuple[int, Hashable, str]], results: Mapping[Any, Sequence[dict]]
+) -> np.ndarray:
     """Per seed (the seeds every term's row has, in order), the signed sum of ``terms`` (sign, row, metric)."""
     values = [(sign, per_seed(results[row], metric)) for sign, row, metric in terms]
     seeds = sorted(set.intersection(*(set(v) for _, v in values)))
@@ -125,7 +148,7 @@ def equivalence_seeds(mean: float, std: float, margin: float, max_seeds: int = 1
 
 
 def noninferiority_verdict(test: PairedTest, margin: float, faster: bool = True) -> str:
-    """"Not below by more than ``margin``" (and, for "match" claims, ``faster``): "opposite" when not faster or the
+    """ "Not below by more than ``margin``" (and, for "match" claims, ``faster``): "opposite" when not faster or the
     interval lies below ``-margin``, "reproduced" when the interval lies above ``-margin``, "inconclusive"
     otherwise and with fewer than two seeds."""
     if not faster:
@@ -141,6 +164,7 @@ def relative_epochs(records: Sequence[dict], clip_records: Sequence[dict]) -> fl
     """Training time in units of one reference epoch (ProtoCLIP's "Rel." of Table IV): the run's time spent on
     episodes (feature extraction, K-Means, PBT and training steps) over the time of one epoch of
     ``clip_records``."""
+
     def seconds(r: dict) -> float:
         t = r["timings"]
         return t.get("training", 0.0) + t.get("episode_start", 0.0)  # data loading is inside "training"
@@ -198,17 +222,49 @@ def _label(row: Hashable) -> str:
 
 def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
     """The scorecard line of ``claim`` (of ``paper``) before judging: verdict "not run"."""
-    return {"id": claim.id, "paper": paper, "claim": claim.text, "source": claim.source, "notebook": claim.notebook,
-            "metric": claim.metric, "paper_value": claim.paper_value, **format_test(None), "verdict": "not run",
-            "seeds": 0}
+    return {
+        "id": claim.id,
+        "paper": paper,
+        "claim": claim.text,
+        "source": claim.source,
+        "notebook": claim.notebook,
+        "metric": claim.metric,
+        "paper_value": claim.paper_value,
+        **format_test(None),
+        "verdict": "not run",
+        "seeds": 0,
+    }
 
 
-def external_line(claim: Claim, paper: str, test: PairedTest, verdict: str, seeds: int, note: str) -> dict[str, Any]:
-    """The line of an "external" claim judged elsewhere (``test``, ``verdict``), its ``note`` after the value."""
-    line = blank_line(claim, paper)
-    line.update(format_test(test, claim.percent), verdict=verdict, seeds=seeds)
-    line["book_value"] += note
-    return line
+def compared_rows(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> tuple[Hashable, Hashable]:
+    """The (better, reference) rows a pairwise claim compares; for "best_of", the best of ``candidates`` by
+    seed-mean stands for ``better`` or, with ``better`` set, for ``reference``."""
+    better, reference = claim.better, claim.reference
+    if claim.kind == "best_of":
+        best = max(claim.candidates, key=lambda r: float(np.mean(seed_values(results[r], claim.metric))))
+        if better is None:
+            better = best
+        else:
+            reference = best
+    return better, reference
+
+
+def claim_differences(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> np.ndarray:
+    """The per-seed differences ``judge`` tests for a pairwise or "interaction" claim."""
+    if claim.kind == "interaction":
+        return interaction_differences(claim.terms, results)
+    better, reference = compared_rows(claim, results)
+    d = record_differences(results[better], results[reference], claim.metric)
+    if claim.minus is not None:
+        d = d - record_differences(results[claim.minus[0]], results[claim.minus[1]], claim.metric)
+    return d
+
+
+def claim_test(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> PairedTest:
+    """``report.paired_test`` of ``claim_differences``, against ``paper_effect`` for "direction" and "interaction"
+    claims: the test behind ``judge``'s line."""
+    effect = claim.paper_effect if claim.kind in ("direction", "interaction") else None
+    return paired_test(claim_differences(claim, results), effect)
 
 
 def _judge_every(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any]) -> dict[str, Any]:
@@ -221,11 +277,18 @@ def _judge_every(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict
     verdicts = [t.verdict for t in tests.values()]
     weakest = min(tests, key=lambda r: tests[r].mean)
     test = tests[weakest]
-    line.update(format_test(test, claim.percent), seeds=test.n,
-                verdict="reproduced" if all(v == "reproduced" for v in verdicts)
-                else "opposite" if "opposite" in verdicts else "inconclusive")
-    line["book_value"] = (f"{verdicts.count('reproduced')} of {len(verdicts)} reproduced; weakest "
-                          f"{_label(weakest)}: {line['book_value']}")
+    line.update(
+        format_test(test, claim.percent),
+        seeds=test.n,
+        verdict="reproduced"
+        if all(v == "reproduced" for v in verdicts)
+        else "opposite"
+        if "opposite" in verdicts
+        else "inconclusive",
+    )
+    line["book_value"] = (
+        f"{verdicts.count('reproduced')} of {len(verdicts)} reproduced; weakest {_label(weakest)}: {line['book_value']}"
+    )
     return line
 
 
@@ -234,47 +297,64 @@ def _judge_sweep(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict
     means = {v: float(np.mean(seed_values(r, claim.metric))) for v, r in per_setting.items()}
     best = max(means, key=lambda v: means[v])
     test = paired_test(record_differences(per_setting[best], per_setting[claim.endpoint], claim.metric))
-    line.update(format_test(test, claim.percent), seeds=test.n,
-                verdict=sweep_test(per_setting, claim.metric, claim.paper_best, claim.endpoint))
+    line.update(
+        format_test(test, claim.percent),
+        seeds=test.n,
+        verdict=sweep_test(per_setting, claim.metric, claim.paper_best, claim.endpoint),
+    )
     scale = 100 if claim.percent else 1
     line["book_value"] = f"best at {best} ({scale * means[best]:.2f}); best - {claim.endpoint}: {line['book_value']}"
     return line
 
 
-def _judge_correlation(claim: Claim, results: Mapping[Any, Sequence[dict]],
-                       line: dict[str, Any]) -> dict[str, Any]:
+def _judge_correlation(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any]) -> dict[str, Any]:
     rho = rank_correlations(results[claim.better], results[claim.reference], claim.keys)
     if claim.control is None:
         values = np.array(list(rho.values()))
-        verdict = ("inconclusive" if len(values) < 2 else "reproduced" if (values > 0).all()
-                   else "opposite" if (values < 0).all() else "inconclusive")
-        line.update(book_value=f"rho {', '.join(f'{v:+.2f}' for v in values)} (seeds {sorted(rho)})",
-                    verdict=verdict, seeds=len(values))
+        verdict = (
+            "inconclusive"
+            if len(values) < 2
+            else "reproduced"
+            if (values > 0).all()
+            else "opposite"
+            if (values < 0).all()
+            else "inconclusive"
+        )
+        line.update(
+            book_value=f"rho {', '.join(f'{v:+.2f}' for v in values)} (seeds {sorted(rho)})",
+            verdict=verdict,
+            seeds=len(values),
+        )
         return line
     control = rank_correlations(results[claim.better], results[claim.control], claim.keys)
     test = paired_test(paired_differences(rho, control))
     line.update(format_test(test, percent=False), verdict=test.verdict, seeds=test.n)
-    line["book_value"] = (f"{line['book_value']} (rho {_label(claim.reference).split(' ')[0]} "
-                          f"{np.mean(list(rho.values())):+.2f}, {_label(claim.control).split(' ')[0]} "
-                          f"{np.mean(list(control.values())):+.2f})")
+    line["book_value"] = (
+        f"{line['book_value']} (rho {_label(claim.reference).split(' ')[0]} "
+        f"{np.mean(list(rho.values())):+.2f}, {_label(claim.control).split(' ')[0]} "
+        f"{np.mean(list(control.values())):+.2f})"
+    )
     return line
 
 
-def judge(claim: Claim, results: Mapping[Any, Sequence[dict]], paper: str,
-          checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None) -> dict[str, Any]:
+def judge(
+    claim: Claim,
+    results: Mapping[Any, Sequence[dict]],
+    paper: str,
+    checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+) -> dict[str, Any]:
     """The scorecard line of ``claim`` (of ``paper``) from ``{row: records}``: "not run" when a row it reads has
-    no records, always for kinds "not_run" and "external". ``checks``: for "every_draw" claims, ``{check: (each
+    no records, always for kind "not_run". ``checks``: for "every_draw" claims, ``{check: (each
     evaluation's (holds, reverse holds), seeds, what one evaluation is)}`` ("not run" without it)."""
     line = blank_line(claim, paper)
-    if claim.kind in ("not_run", "external"):
+    if claim.kind == "not_run":
         return line
     if claim.kind == "every_draw":
         if checks is None or claim.check is None or claim.check not in checks:
             return line
         outcomes, seeds, what = checks[claim.check]
         holds, reverse = sum(h for h, _ in outcomes), sum(r for _, r in outcomes)
-        verdict = ("reproduced" if holds == len(outcomes) else "opposite" if reverse == len(outcomes)
-                   else "inconclusive")
+        verdict = "reproduced" if holds == len(outcomes) else "opposite" if reverse == len(outcomes) else "inconclusive"
         line.update(book_value=f"holds in {holds} of {len(outcomes)} {what}", verdict=verdict, seeds=seeds)
         return line
     if any(not results.get(row) for row in claim.rows()):
@@ -290,24 +370,21 @@ def judge(claim: Claim, results: Mapping[Any, Sequence[dict]], paper: str,
         measure, text = TIMING_MEASURES[claim.metric]
         value = measure(list(a), list(b))
         ratio = value / claim.paper_effect if claim.paper_effect else float("nan")
-        line.update(book_value=text.format(100 * value), seeds=len(a),
-                    verdict="reproduced" if 0.5 <= ratio <= 2 else "not reproduced")
+        line.update(
+            book_value=text.format(100 * value),
+            seeds=len(a),
+            verdict="reproduced" if 0.5 <= ratio <= 2 else "not reproduced",
+        )
         return line
-    if claim.kind == "interaction":
-        d = interaction_differences(claim.terms, results)
-    else:
-        better = claim.better
-        if claim.kind == "best_of":
-            better = max(claim.candidates, key=lambda r: float(np.mean(seed_values(results[r], claim.metric))))
-        d = record_differences(results[better], results[claim.reference], claim.metric)
-        if claim.minus is not None:
-            d = d - record_differences(results[claim.minus[0]], results[claim.minus[1]], claim.metric)
-    effect = claim.paper_effect if claim.kind in ("direction", "interaction") else None
-    test = paired_test(d, effect)
+    d = claim_differences(claim, results)
+    test = claim_test(claim, results)
     line.update(format_test(test, claim.percent), verdict=test.verdict, seeds=test.n)
     margin = claim.margin if claim.margin is not None else 0.0
     if claim.kind == "best_of":
-        line["book_value"] += f" (best: {_label(better)})"
+        better, reference = compared_rows(claim, results)
+        line["book_value"] += (
+            f" (best: {_label(better)})" if claim.better is None else f" (best other: {_label(reference)})"
+        )
     elif claim.kind == "equivalence":
         line["verdict"] = equivalence_test(d, margin)
         line["seeds_needed"] = equivalence_seeds(test.mean, test.std, margin) if test.n >= 2 else ""
@@ -322,9 +399,14 @@ def judge(claim: Claim, results: Mapping[Any, Sequence[dict]], paper: str,
     return line
 
 
-def claims_table(claims: Sequence[Claim], results: Mapping[Any, Sequence[dict]], paper: str,
-                 notebook: str | None = None, notebooks: Sequence[str] | None = None,
-                 checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None) -> pd.DataFrame:
+def claims_table(
+    claims: Sequence[Claim],
+    results: Mapping[Any, Sequence[dict]],
+    paper: str,
+    notebook: str | None = None,
+    notebooks: Sequence[str] | None = None,
+    checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+) -> pd.DataFrame:
     """The claims shown by ``notebook`` (all with ``None``) judged on ``{row: records}``, indexed by claim id;
     ``notebooks``: the valid notebook names (default: those of ``claims``)."""
     valid = list(notebooks) if notebooks is not None else sorted({c.notebook for c in claims})
@@ -335,9 +417,12 @@ def claims_table(claims: Sequence[Claim], results: Mapping[Any, Sequence[dict]],
     return pd.DataFrame(lines, columns=SCORECARD_COLUMNS).set_index("id")
 
 
-def judge_stored(claims: Sequence[Claim], stored: Callable[[Any], Sequence[dict] | None], paper: str,
-                 checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None
-                 ) -> list[dict[str, Any]]:
+def judge_stored(
+    claims: Sequence[Claim],
+    stored: Callable[[Any], Sequence[dict] | None],
+    paper: str,
+    checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+) -> list[dict[str, Any]]:
     """Every claim judged on the stored records ``stored(row)`` gives (``None``: not run); trains nothing."""
     rows = {row for c in claims for row in c.rows()}
     results = {row: records for row in rows if (records := stored(row)) is not None}

@@ -16,7 +16,8 @@ own independent streams (``Draws(seed, i, stream)`` for the scene and the captio
 
 Caching: ``generate`` stores worlds under ``cache_dir() / "world" / <key> / "n<N>"`` (``images.npy`` loaded
 with ``mmap_mode="r"``, ``meta.npz``, ``text.json``, ``info.json``), with ``<key>`` a hash of
-``(WORLD_VERSION, seed, image_size, knobs)``. A request for ``n`` returns the prefix of any cached ``N >= n``
+``(WORLD_VERSION, seed, image_size, knobs)``, ``WORLD_VERSION`` being a hash of the code that makes worlds (this
+package and the vocabulary). A request for ``n`` returns the prefix of any cached ``N >= n``
 without rendering; a larger request renders only the missing indices. Directories are written under a
 temporary name and published with one ``os.replace``; a ``filelock.FileLock`` per key serialises concurrent
 generators (two notebooks at once never corrupt the cache).

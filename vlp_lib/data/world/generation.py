@@ -16,13 +16,23 @@ import numpy as np
 from filelock import FileLock
 
 from vlp_lib.config import check_positive_int
+from vlp_lib.data import vocab
 from vlp_lib.data.world.items import LABEL_KEYS, World, _concat, _render_range, _world
 from vlp_lib.data.world.validation import _check_seed, check_knobs
 from vlp_lib.paths import cache_dir
 
-# Bump whenever rendering, scene sampling or captioning changes: it is part of the cache key. The key hashes
-# (WORLD_VERSION, seed, image_size, knobs), never the source, so moving code between modules keeps the cache.
-WORLD_VERSION = 2
+
+def world_code(folder: Path = Path(__file__).parent, vocabulary: Path = Path(vocab.__file__)) -> str:
+    """A hash of the source that makes a world: this package (scenes, rendering, captions) and the vocabulary. It is
+    part of the cache key, so a change to how worlds are made renders them again; nothing is bumped by hand."""
+    h = hashlib.sha256()
+    for path in [*sorted(folder.glob("*.py")), vocabulary]:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+WORLD_VERSION = world_code()
 
 # Worlds at least this large are rendered by worker processes, and show a progress bar.
 PARALLEL_MIN_N = 4_000

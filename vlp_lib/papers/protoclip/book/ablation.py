@@ -3,22 +3,23 @@
 ``make_plan`` validates every parameter (``ValueError`` naming it, before any compute), derives the
 runs of the requested sweeps around the base setting, and ``estimate_seconds`` says how long the runs
 not yet in the results store will take on this machine (``calibrate_rates`` measures it in a few seconds).
-``CLAIMS`` states IV-D's claims about Fig. 6 once, as data; ``claims_table`` judges them by
-``report.VERDICT_RULE``. The base setting follows IV-D: episode = 0.2 of the data
+``CLAIMS`` states IV-D's claims about Fig. 6 once, as shared ``vlp_lib.book.claims.Claim`` data on the bars
+``(sweep, value)``; ``claims_table`` judges them with the shared ``judge`` (``report.VERDICT_RULE``). The base setting follows IV-D: episode = 0.2 of the data
 (paper: 0.2M of 1M), no soft target (hardmax), 10 images per prototype, no external teacher, no
 augmentation beyond the 0.9-1 crop; the training amount (episode size x episodes) is held fixed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment, runs
-from vlp_lib.book.report import format_test, mean_std, paired_differences, paired_test
+from vlp_lib.book.claims import Claim, claim_test, compared_rows, judge
+from vlp_lib.book.report import PairedTest, format_test, mean_std
 from vlp_lib.config import (
     as_list,
     check_bool,
@@ -302,123 +303,178 @@ def seed_table(results: list[tuple[Run, dict]], metric: str = "avg3/linear") -> 
     return out
 
 
-@dataclass(frozen=True)
-class SweepClaim:
-    """One of IV-D's claims about Fig. 6: in ``sweep``, the bar ``better`` beats ``reference`` (``None``: the best
-    of the other bars, for "is the best value"). Episode sizes are fractions of the world (0.2 of the data
-    against one episode per epoch). ``paper_effect``: the gain IV-D states, as a fraction (its percentage points
-    / 100), or ``None`` where the paper shows it only in the figure."""
+def _claim(
+    claim_id: str, text: str, better: tuple[str, Any], reference: tuple[str, Any] | None, paper_effect: float | None
+) -> Claim:
+    """One of IV-D's claims about Fig. 6 as a shared ``Claim`` on the ablation's bars ``(sweep, value)``: kind
+    "direction" (``better`` beats ``reference``) or, without a ``reference``, "best_of" (``better`` beats the best
+    of the sweep's other bars, "is the best value"). Episode sizes are fractions of the world (0.2 of the data
+    against one episode per epoch); ``paper_claims`` resolves them to pair counts. ``paper_effect``: the gain IV-D
+    states, as a fraction (its percentage points / 100), or ``None`` where the paper shows it only in the figure."""
+    return Claim(
+        claim_id,
+        text,
+        SWEEPS[better[0]].split(":")[0],
+        "direction" if reference is not None else "best_of",
+        "avg3/linear",
+        "shown in the figure, no number in the text"
+        if paper_effect is None
+        else f"+{100 * paper_effect:.2f} pp (average linear probe)",
+        paper_effect,
+        notebook="ablation",
+        better=better,
+        reference=reference,
+    )
 
-    id: str
-    sweep: str
-    text: str
-    better: Any
-    reference: Any
-    paper_effect: float | None = None
 
-
-CLAIMS: list[SweepClaim] = [
-    SweepClaim(
+CLAIMS: list[Claim] = [
+    _claim(
         "fig6a_episode",
-        "episode_size",
         "episode of 0.2 of the data beats one episode per epoch",
-        EPISODE_FRACTION,
-        1.0,
+        ("episode_size", EPISODE_FRACTION),
+        ("episode_size", 1.0),
         paper.NUMBERS["fig6a_gain_best_over_epoch_pp"] / 100,
     ),
-    SweepClaim(
+    _claim(
         "fig6b_soft_target",
-        "target_temperature",
         "soft target tau_y = 0.01 beats hardmax",
-        0.01,
-        0.0,
+        ("target_temperature", 0.01),
+        ("target_temperature", 0.0),
         paper.NUMBERS["fig6b_gain_soft_over_hardmax_pp"] / 100,
     ),
-    SweepClaim(
-        "fig6c_images_per_prototype", "images_per_prototype", "10 images per prototype is the best value", 10, None
+    _claim(
+        "fig6c_images_per_prototype",
+        "10 images per prototype is the best value",
+        ("images_per_prototype", 10),
+        None,
+        None,
     ),
-    SweepClaim(
-        "fig6d_minilm", "external_teacher", "the language-model teacher (RoBERTa; ours MiniLM) helps", "minilm", "none"
+    _claim(
+        "fig6d_minilm",
+        "the language-model teacher (RoBERTa; ours MiniLM) helps",
+        ("external_teacher", "minilm"),
+        ("external_teacher", "none"),
+        None,
     ),
-    SweepClaim("fig6d_clip", "external_teacher", "the CLIP text-encoder teacher helps", "clip", "none"),
-    SweepClaim(
+    _claim(
+        "fig6d_clip",
+        "the CLIP text-encoder teacher helps",
+        ("external_teacher", "clip"),
+        ("external_teacher", "none"),
+        None,
+    ),
+    _claim(
         "fig6d_minilm_vs_clip",
-        "external_teacher",
         "the language-model teacher beats the CLIP teacher",
-        "minilm",
-        "clip",
+        ("external_teacher", "minilm"),
+        ("external_teacher", "clip"),
+        None,
     ),
 ]
 
 
-def paper_claims(plan: Plan) -> list[dict[str, Any]]:
-    """``CLAIMS`` in this plan's values: dicts with ``id``, ``sweep``, ``claim``, ``better``, ``reference``
-    (``None``: "every other bar of the sweep", the best of them is used), ``paper_effect`` (fraction) and
-    ``paper_gain_pp``."""
+def paper_claims(plan: Plan, metric: str = "avg3/linear") -> list[Claim]:
+    """``CLAIMS`` in this plan's bars, on ``metric``: episode sizes resolved to pair counts, and the "best_of"
+    claim's ``candidates`` the other bars of its sweep in the plan."""
     n = plan.base["train_size"]
     batch = min(ABLATION_SCALES[plan.scale]["batch_size"], plan.base["episode_size"])
+    bars = list(dict.fromkeys((r.sweep, r.value) for r in plan.runs))
 
-    def value(c: SweepClaim, v: Any) -> Any:
-        return max(batch, int(round(v * n))) if c.sweep == "episode_size" and v is not None else v
+    def bar(row: Any) -> Any:
+        if row is None or row[0] != "episode_size":
+            return row
+        return (row[0], max(batch, int(round(row[1] * n))))
 
-    return [
-        {
-            "id": c.id,
-            "sweep": c.sweep,
-            "claim": c.text,
-            "better": value(c, c.better),
-            "reference": value(c, c.reference),
-            "paper_effect": c.paper_effect,
-            "paper_gain_pp": None if c.paper_effect is None else round(100 * c.paper_effect, 2),
+    out = []
+    for c in CLAIMS:
+        better = bar(c.better)
+        candidates = tuple(b for b in bars if b[0] == better[0] and b != better) if c.kind == "best_of" else ()
+        out.append(replace(c, metric=metric, better=better, reference=bar(c.reference), candidates=candidates))
+    return out
+
+
+def bar_records(results: list[tuple[Run, dict]]) -> dict[tuple[str, Any], list[dict]]:
+    """``{(sweep, value): [record per seed]}`` of the ablation's ``(run, record)`` pairs, the rows its claims read
+    (each record carries its run's seed; a seed run twice counts once, its last record, as in ``seed_table``)."""
+    by_seed: dict[tuple[str, Any], dict[int, dict]] = {}
+    for run, record in results:
+        seed = int(run.config.seed)
+        by_seed.setdefault((run.sweep, run.value), {})[seed] = {
+            **record,
+            "config": {**record.get("config", {}), "seed": seed},
         }
-        for c in CLAIMS
-    ]
+    return {key: list(records.values()) for key, records in by_seed.items()}
+
+
+def judged(
+    results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear", paper_name: str = "ProtoCLIP"
+) -> list[tuple[Claim, dict[str, Any], PairedTest, Any, Any]]:
+    """Each claim of ``paper_claims`` whose bars ran, judged by ``vlp_lib.book.claims.judge`` on ``bar_records``:
+    (claim, scorecard line, its paired test, the claimed-better value, the reference value). A "best_of" claim
+    is judged against every other bar of its sweep that ran."""
+    rows = bar_records(results)
+    out = []
+    for c in paper_claims(plan, metric):
+        if c.kind == "best_of":
+            bar = cast(tuple[str, Any], c.better)
+            c = replace(c, candidates=tuple(k for k in rows if k[0] == bar[0] and k != bar))
+            if not c.candidates:
+                continue
+        line = judge(c, rows, paper_name)
+        if line["verdict"] == "not run":
+            continue
+        better, reference = compared_rows(c, rows)
+        setting, reference_value = cast(tuple[str, Any], better)[1], cast(tuple[str, Any], reference)[1]
+        out.append((c, line, claim_test(c, rows), setting, reference_value))
+    return out
 
 
 def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear") -> pd.DataFrame:
-    """Each claim of ``paper_claims`` tested on this book's runs by ``report.paired_test``: the per-seed (paired)
-    difference between the claimed-better setting and its reference, mean ± std and its 95% t interval in
-    percentage points, the verdict (``report.VERDICT_RULE``, against the paper's gain where it states one), the
-    minimum detectable effect at the seeds run and the seeds that would decide the claim at the measured spread.
+    """Each claim of ``paper_claims`` tested on this book's runs by ``vlp_lib.book.claims.judge``
+    (``report.paired_test``): the per-seed (paired) difference between the claimed-better setting and its
+    reference, mean ± std and its 95% t interval in percentage points, the verdict (``report.VERDICT_RULE``,
+    against the paper's gain where it states one), the minimum detectable effect at the seeds run and the seeds
+    that would decide the claim at the measured spread.
 
     Pairing by seed matters here: a seed that trains well does so in every setting, so the std of the bars
     (``sweep_table``) is mostly that common luck, and the std of the per-seed differences is not."""
-    by_seed = seed_table(results, metric)
     rows = []
-    for c in paper_claims(plan):
-        bars = {value: v for (sweep, value), v in by_seed.items() if sweep == c["sweep"]}
-        if c["better"] not in bars:
-            continue
-        reference = c["reference"]
-        if reference is None:  # "is the best": against the best of the other bars
-            others = {value: v for value, v in bars.items() if value != c["better"]}
-            if not others:
-                continue
-            reference = max(others, key=lambda value: np.mean(list(others[value].values())))
-        if reference not in bars:
-            continue
-        test = paired_test(paired_differences(bars[c["better"]], bars[reference]), c["paper_effect"])
-        text = format_test(test)
+    for c, line, test, better, reference in judged(results, plan, metric):
         rows.append(
             {
-                "id": c["id"],
-                "sweep": SWEEPS[c["sweep"]].split(":")[0],
-                "claim": c["claim"],
-                "setting": c["better"],
+                "id": c.id,
+                "sweep": c.source,
+                "claim": c.text,
+                "setting": better,
                 "reference": reference,
-                "paper gain (pp)": c["paper_gain_pp"],
+                "paper gain (pp)": None if c.paper_effect is None else round(100 * c.paper_effect, 2),
                 "book gain (pp)": f"{100 * test.mean:+.2f} ± {100 * test.std:.2f}",
-                "95% interval": text["interval"],
-                "verdict": test.verdict,
-                "detectable effect": text["mde"],
-                "seeds to decide": text["seeds_needed"],
+                "95% interval": line["interval"],
+                "verdict": line["verdict"],
+                "detectable effect": line["mde"],
+                "seeds to decide": line["seeds_needed"],
                 "gain": test.mean,
                 "gain_std": test.std,
-                "seeds": test.n,
+                "seeds": line["seeds"],
                 "test": test,
             }
         )
     return pd.DataFrame(rows, columns=CLAIMS_TABLE_COLUMNS)
+
+
+def scorecard_lines(
+    results: list[tuple[Run, dict]], plan: Plan, paper_name: str, metric: str = "avg3/linear"
+) -> dict[str, dict[str, Any]]:
+    """``{claim id: scorecard line}`` of the claims ``claims_table`` judges (``judge``'s lines), the book value
+    being the mean per-seed difference followed by the compared bars, "(setting vs reference)"."""
+    judged_lines = {
+        c.id: (line, format_test(test, c.percent)) for c, line, test, *_ in judged(results, plan, metric, paper_name)
+    }
+    out = {}
+    for _, row in claims_table(results, plan, metric).iterrows():
+        line, text = judged_lines[row["id"]]
+        out[row["id"]] = {**line, "book_value": f"{text['book_value']} ({row['setting']} vs {row['reference']})"}
+    return out
 
 
 CLAIMS_TABLE_COLUMNS = [

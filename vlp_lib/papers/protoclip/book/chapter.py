@@ -26,7 +26,6 @@ from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead,
     blank_line,
     episode_shares,
     epoch_overhead,
-    external_line,
     judge_stored,
     relative_epochs,
 )
@@ -43,22 +42,66 @@ from vlp_lib.suite import VALIDATION_TASKS
 # the three validation tasks plus background and count for Table XII, 500 retrieval images, three seeds. Smoke (tests):
 # the three validation tasks and two seeds, which is enough to run every line but too few to judge a claim.
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=128, unit_epochs=2, batch_size=32, episode_size=64, task_train=100, task_test=50,
-                  retrieval_images=30, head_hidden=64, head_dim=32, data_sizes=(32, 64),
-                  eval_tasks=VALIDATION_TASKS, seeds=(0, 1), lr=1e-3, warmup_fraction=0.1, infonce_warmup_episodes=1),
-    "laptop": dict(train_size=20_480, unit_epochs=2, batch_size=128, episode_size=4_096, task_train=2_000,
-                   task_test=1_000, retrieval_images=500, head_hidden=512, head_dim=64,
-                   data_sizes=(2_560, 5_120, 10_240), eval_tasks=None, seeds=(0, 1, 2), lr=2e-3,
-                   warmup_fraction=0.05, infonce_warmup_episodes=1),
-    "paper": dict(train_size=2_500_000, unit_epochs=32, batch_size=512, episode_size=200_000, task_train=50_000,
-                  task_test=10_000, retrieval_images=5_000, head_hidden=2_048, head_dim=128,
-                  data_sizes=(250_000, 500_000, 1_000_000), eval_tasks=None, seeds=(0, 1, 2), lr=5e-4,
-                  warmup_fraction=0.02, infonce_warmup_episodes=1),
+    "smoke": dict(
+        train_size=128,
+        unit_epochs=2,
+        batch_size=32,
+        episode_size=64,
+        task_train=100,
+        task_test=50,
+        retrieval_images=30,
+        head_hidden=64,
+        head_dim=32,
+        data_sizes=(32, 64),
+        eval_tasks=VALIDATION_TASKS,
+        seeds=(0, 1),
+        lr=1e-3,
+        warmup_fraction=0.1,
+        infonce_warmup_episodes=1,
+    ),
+    "laptop": dict(
+        train_size=20_480,
+        unit_epochs=2,
+        batch_size=128,
+        episode_size=4_096,
+        task_train=2_000,
+        task_test=1_000,
+        retrieval_images=500,
+        head_hidden=512,
+        head_dim=64,
+        data_sizes=(2_560, 5_120, 10_240),
+        eval_tasks=None,
+        seeds=(0, 1, 2),
+        lr=2e-3,
+        warmup_fraction=0.05,
+        infonce_warmup_episodes=1,
+    ),
+    "paper": dict(
+        train_size=2_500_000,
+        unit_epochs=32,
+        batch_size=512,
+        episode_size=200_000,
+        task_train=50_000,
+        task_test=10_000,
+        retrieval_images=5_000,
+        head_hidden=2_048,
+        head_dim=128,
+        data_sizes=(250_000, 500_000, 1_000_000),
+        eval_tasks=None,
+        seeds=(0, 1, 2),
+        lr=5e-4,
+        warmup_fraction=0.02,
+        infonce_warmup_episodes=1,
+    ),
 }
 
 # The final recipe (IV-E): Table I plus the best settings of Fig. 6.
-FULL_PROTOCLIP: dict[str, Any] = {"images_per_prototype": 10, "target_temperature": 0.01, "use_pbt": True,
-                                  "external_teacher": "minilm"}
+FULL_PROTOCLIP: dict[str, Any] = {
+    "images_per_prototype": 10,
+    "target_temperature": 0.01,
+    "use_pbt": True,
+    "external_teacher": "minilm",
+}
 FULL_AUGMENTATION = "protoclip"
 NO_TEACHER = {**FULL_PROTOCLIP, "external_teacher": "none"}
 
@@ -77,8 +120,14 @@ class Row:
     image_lock_fraction: float = 0.0  # the last part of training with the image tower locked (LiT, IV-A-2)
 
     @staticmethod
-    def of(label: str, method: str, kwargs: dict[str, Any] | None = None, augmentation: str = FULL_AUGMENTATION,
-           units: float = 0.5, image_lock_fraction: float = 0.0) -> "Row":
+    def of(
+        label: str,
+        method: str,
+        kwargs: dict[str, Any] | None = None,
+        augmentation: str = FULL_AUGMENTATION,
+        units: float = 0.5,
+        image_lock_fraction: float = 0.0,
+    ) -> "Row":
         return Row(label, method, tuple(sorted((kwargs or {}).items())), augmentation, units, image_lock_fraction)
 
 
@@ -126,17 +175,32 @@ def config(row: Row, scale: str = "laptop", seed: int = 0, train_size: int | Non
     n = train_size or sizes["train_size"]
     kwargs = dict(row.method_kwargs)
     if row.method == "protoclip":
-        kwargs.update(head_hidden=sizes["head_hidden"], head_dim=sizes["head_dim"],
-                      warmup_episodes=sizes["infonce_warmup_episodes"])
+        kwargs.update(
+            head_hidden=sizes["head_hidden"],
+            head_dim=sizes["head_dim"],
+            warmup_episodes=sizes["infonce_warmup_episodes"],
+        )
     # every method draws the same episodes (III-D: m pairs without replacement per episode), so CLIP and
     # ProtoCLIP of one seed see the same pairs in the same order
     episode = episode_size(sizes, n)
     return experiment.make_config(
-        scale, method=row.method, seed=seed, train_size=n, epochs=row.units * sizes["unit_epochs"],
-        batch_size=min(sizes["batch_size"], episode), episode_size=episode, augmentation=row.augmentation,
-        image_lock_fraction=row.image_lock_fraction, lr=sizes["lr"], warmup_steps=warmup_steps(row, sizes, n),
-        task_train=sizes["task_train"], task_test=sizes["task_test"], retrieval_images=sizes["retrieval_images"],
-        eval_tasks=eval_tasks(row, sizes), method_kwargs=kwargs)
+        scale,
+        method=row.method,
+        seed=seed,
+        train_size=n,
+        epochs=row.units * sizes["unit_epochs"],
+        batch_size=min(sizes["batch_size"], episode),
+        episode_size=episode,
+        augmentation=row.augmentation,
+        image_lock_fraction=row.image_lock_fraction,
+        lr=sizes["lr"],
+        warmup_steps=warmup_steps(row, sizes, n),
+        task_train=sizes["task_train"],
+        task_test=sizes["task_test"],
+        retrieval_images=sizes["retrieval_images"],
+        eval_tasks=eval_tasks(row, sizes),
+        method_kwargs=kwargs,
+    )
 
 
 def eval_tasks(row: Row, sizes: dict[str, Any]) -> list[str] | None:
@@ -157,7 +221,9 @@ def episode_size(sizes: dict[str, Any], train_size: int) -> int:
 def warmup_steps(row: Row, sizes: dict[str, Any], train_size: int) -> int:
     """The learning-rate warm-up: ``warmup_fraction`` of the row's steps (at least one step)."""
     episode = episode_size(sizes, train_size)
-    steps = round(row.units * sizes["unit_epochs"] * train_size / episode) * (episode // min(sizes["batch_size"], episode))
+    steps = round(row.units * sizes["unit_epochs"] * train_size / episode) * (
+        episode // min(sizes["batch_size"], episode)
+    )
     return max(1, int(sizes["warmup_fraction"] * steps))
 
 
@@ -183,12 +249,14 @@ def run_rows(rows: list[Row], scale: str, seeds: list[int], progress: bool = Tru
 # the chapter's headline claims, stated once as data (``CLAIMS``) and judged on runs (nothing is trained here)
 
 MATCH_MARGIN = 0.01  # 1 pp: how much worse a "match" may be (a non-inferiority margin, stated, not the paper's)
-MATCH_RULE = ("'Matches in less time' (non-inferiority with a 1 pp margin): reproduced when it takes less time "
-              "(relative epochs) and the 95% t interval of its per-seed difference lies above -1 pp; opposite when it "
-              "takes more time or the interval lies entirely below -1 pp; inconclusive otherwise (an interval that "
-              "reaches below -1 pp cannot show a match), and with fewer than 2 seeds.")
+MATCH_RULE = (
+    "'Matches in less time' (non-inferiority with a 1 pp margin): reproduced when it takes less time "
+    "(relative epochs) and the 95% t interval of its per-seed difference lies above -1 pp; opposite when it "
+    "takes more time or the interval lies entirely below -1 pp; inconclusive otherwise (an interval that "
+    "reaches below -1 pp cannot show a match), and with fewer than 2 seeds."
+)
 RULES = [MATCH_RULE, TIMING_RULE]  # beyond report.VERDICT_RULE (the scorecard prints them)
-CLAIM_KINDS = ("direction", "match", "timing", "external")  # of vlp_lib.book.claims.KINDS
+CLAIM_KINDS = ("direction", "match", "timing", "best_of")  # of vlp_lib.book.claims.KINDS
 PAPER = "ProtoCLIP"
 CLAIM_NOTEBOOKS = ("benchmark", "components", "clustering", "efficiency", "ablation")
 
@@ -198,9 +266,18 @@ def find_row(table: list[Row], label: str, units: float | None = None) -> Row:
     return next(r for r in table if r.label == label and (units is None or r.units == units))
 
 
-def _claim(claim_id: str, text: str, source: str, better: Row | None, reference: Row | None, metric: str,
-           paper_value: str, paper_effect: float | None, kind: str = "direction", notebook: str = "components",
-           ) -> Claim:
+def _claim(
+    claim_id: str,
+    text: str,
+    source: str,
+    better: Row | None,
+    reference: Row | None,
+    metric: str,
+    paper_value: str,
+    paper_effect: float | None,
+    kind: str = "direction",
+    notebook: str = "components",
+) -> Claim:
     """One headline claim of the chapter, as data (a ``vlp_lib.book.claims.Claim``).
 
     ``kind`` "direction": ``better`` beats ``reference`` on ``metric`` (``report.VERDICT_RULE``); "match":
@@ -208,12 +285,23 @@ def _claim(claim_id: str, text: str, source: str, better: Row | None, reference:
     overhead of ``better``'s time over ``reference`` (``TIMING_RULE``; ``metric`` is "kmeans_share" or
     "epoch_overhead"). ``paper_effect``: the paper's difference as a fraction on our metric (its percentage points
     / 100, raw for ARI; for timing claims the paper's share or overhead), ``None`` where it states none. Fig. 6's
-    claims are stated in ``ablation.CLAIMS`` and judged on the ablation's runs: kind "external", ``better`` and
-    ``reference`` are ``None``. ``notebook``: the chapter notebook that shows the claim (``CLAIM_NOTEBOOKS``).
+    claims are ``ablation.CLAIMS`` (notebook "ablation", on the ablation's bars ``(sweep, value)``), judged on the
+    ablation's runs. ``notebook``: the chapter notebook that shows the claim (``CLAIM_NOTEBOOKS``).
     Metrics shown in percent are fractions (accuracies, recalls), not ARI / AMI."""
-    return Claim(claim_id, text, source, kind, metric, paper_value, paper_effect, notebook=notebook, better=better,
-                 reference=reference, margin=MATCH_MARGIN if kind == "match" else None,
-                 percent=not metric.endswith(("/ari", "/ami")))
+    return Claim(
+        claim_id,
+        text,
+        source,
+        kind,
+        metric,
+        paper_value,
+        paper_effect,
+        notebook=notebook,
+        better=better,
+        reference=reference,
+        margin=MATCH_MARGIN if kind == "match" else None,
+        percent=not metric.endswith(("/ari", "/ami")),
+    )
 
 
 def _gain(better: float, reference: float, where: str) -> tuple[str, float]:
@@ -226,8 +314,11 @@ def _chapter_claims() -> list[Claim]:
     """The chapter's claims; every paper number comes from ``paper`` (the paper's tables), never typed here."""
     proto_e, clip_e = find_row(TABLE4, "ProtoCLIP", 1.0), find_row(TABLE4, "CLIP", 1.0)
     proto_half = find_row(TABLE4, "ProtoCLIP", 0.5)
-    t3, t10, t11 = (lambda label: find_row(TABLE3, label)), (lambda label: find_row(TABLE10, label)), \
-        (lambda label: find_row(TABLE11, label))
+    t3, t10, t11 = (
+        (lambda label: find_row(TABLE3, label)),
+        (lambda label: find_row(TABLE10, label)),
+        (lambda label: find_row(TABLE11, label)),
+    )
     base = t3("ProtoCLIP w/o RoBERTa")
     linear = "avg3/linear"
     # Table IV columns: ImageNet zero-shot top-1, top-5, linear, mean recall; keys (method, epochs, relative epochs)
@@ -236,57 +327,158 @@ def _chapter_claims() -> list[Claim]:
     imagenet_linear = paper.TABLE3_COLUMNS.index("ImageNet linear")
 
     def table3(better: str, reference: str) -> tuple[str, float]:
-        return _gain(paper.TABLE3[better][imagenet_linear], paper.TABLE3[reference][imagenet_linear],
-                     "ImageNet linear")
+        return _gain(paper.TABLE3[better][imagenet_linear], paper.TABLE3[reference][imagenet_linear], "ImageNet linear")
 
     half_text, half_effect = _gain(proto16[0], clip32[0], "ImageNet zero-shot")
     ari = paper.TABLE12["ProtoCLIP"]["STL10"][0], paper.TABLE12["CLIP"]["STL10"][0]
     claims = [
-        _claim("table4_linear", "ProtoCLIP beats CLIP on linear probe at equal epochs", "Table IV", proto_e, clip_e,
-              linear, *_gain(proto32[2], clip32[2], "ImageNet linear, 32 epochs"), notebook="benchmark"),
-        _claim("table4_zeroshot", "ProtoCLIP beats CLIP on zero-shot top-1 at equal epochs", "Table IV", proto_e,
-              clip_e, "avg3/zeroshot_top1", *_gain(proto32[0], clip32[0], "ImageNet zero-shot, 32 epochs"),
-              notebook="benchmark"),
-        _claim("table4_half_epochs", "ProtoCLIP at half the epochs matches CLIP in less time (zero-shot top-1)",
-              "Table IV", proto_half, clip_e, "avg3/zeroshot_top1",
-              f"{half_text} at {proto_rel} vs {clip_rel} relative epochs", half_effect, kind="match",
-              notebook="benchmark"),
-        _claim("table3_teacher", "The external teacher helps", "Table III", t3("ProtoCLIP"), base, linear,
-              *table3("ProtoCLIP", "ProtoCLIP w/o RoBERTa")),
-        _claim("table3_pbt", "PBT helps", "Table III", base, t3("- w/o PBT"), linear,
-              *table3("ProtoCLIP w/o RoBERTa", "- w/o PBT")),
-        _claim("table3_soft_target", "Soft targets help", "Table III", base, t3("- w/o soft target"), linear,
-              *table3("ProtoCLIP w/o RoBERTa", "- w/o soft target")),
-        _claim("table3_kmeans", "K-Means iterations help", "Table III", base, t3("- w/o K-Means"), linear,
-              *table3("ProtoCLIP w/o RoBERTa", "- w/o K-Means")),
-        _claim("table3_augmentation", "Augmentation helps", "Table III", base, t3("- w/o augmentation"), linear,
-              *table3("ProtoCLIP w/o RoBERTa", "- w/o augmentation")),
-        _claim("table10_proto_adds", "L_Proto adds to L_CLIP", "Table X", t10("L_Proto + L_CLIP"), t10("L_CLIP"),
-              linear, *_gain(paper.TABLE10["L_Proto + L_CLIP"], paper.TABLE10["L_CLIP"], "ImageNet linear")),
-        _claim("table11_protoclip_vs_simclr", "ProtoCLIP augmentation beats SimCLR's", "Table XI",
-              t11("ProtoCLIP augmentation"), t11("SimCLR augmentation"), linear,
-              *_gain(paper.TABLE11["ProtoCLIP augmentation"][0], paper.TABLE11["SimCLR augmentation"][0],
-                     "ImageNet linear")),
-        _claim("table11_no_aug_retrieval", "No augmentation gives the best retrieval", "Table XI",
-              t11("No augmentation"), t11("ProtoCLIP augmentation"), "retrieval/mean_recall",
-              *_gain(paper.TABLE11["No augmentation"][2], paper.TABLE11["ProtoCLIP augmentation"][2],
-                     "MS-COCO mean recall")),
-        _claim("table12_ari", "ProtoCLIP groups classes better: ARI on the STL-10 stand-in", "Table XII", proto_e,
-              clip_e, "clutter10/ari", f"{ari[0] - ari[1]:+.3f} ARI (STL-10, {ari[1]:.3f} -> {ari[0]:.3f})",
-              round(ari[0] - ari[1], 3), notebook="clustering"),
+        _claim(
+            "table4_linear",
+            "ProtoCLIP beats CLIP on linear probe at equal epochs",
+            "Table IV",
+            proto_e,
+            clip_e,
+            linear,
+            *_gain(proto32[2], clip32[2], "ImageNet linear, 32 epochs"),
+            notebook="benchmark",
+        ),
+        _claim(
+            "table4_zeroshot",
+            "ProtoCLIP beats CLIP on zero-shot top-1 at equal epochs",
+            "Table IV",
+            proto_e,
+            clip_e,
+            "avg3/zeroshot_top1",
+            *_gain(proto32[0], clip32[0], "ImageNet zero-shot, 32 epochs"),
+            notebook="benchmark",
+        ),
+        _claim(
+            "table4_half_epochs",
+            "ProtoCLIP at half the epochs matches CLIP in less time (zero-shot top-1)",
+            "Table IV",
+            proto_half,
+            clip_e,
+            "avg3/zeroshot_top1",
+            f"{half_text} at {proto_rel} vs {clip_rel} relative epochs",
+            half_effect,
+            kind="match",
+            notebook="benchmark",
+        ),
+        _claim(
+            "table3_teacher",
+            "The external teacher helps",
+            "Table III",
+            t3("ProtoCLIP"),
+            base,
+            linear,
+            *table3("ProtoCLIP", "ProtoCLIP w/o RoBERTa"),
+        ),
+        _claim(
+            "table3_pbt",
+            "PBT helps",
+            "Table III",
+            base,
+            t3("- w/o PBT"),
+            linear,
+            *table3("ProtoCLIP w/o RoBERTa", "- w/o PBT"),
+        ),
+        _claim(
+            "table3_soft_target",
+            "Soft targets help",
+            "Table III",
+            base,
+            t3("- w/o soft target"),
+            linear,
+            *table3("ProtoCLIP w/o RoBERTa", "- w/o soft target"),
+        ),
+        _claim(
+            "table3_kmeans",
+            "K-Means iterations help",
+            "Table III",
+            base,
+            t3("- w/o K-Means"),
+            linear,
+            *table3("ProtoCLIP w/o RoBERTa", "- w/o K-Means"),
+        ),
+        _claim(
+            "table3_augmentation",
+            "Augmentation helps",
+            "Table III",
+            base,
+            t3("- w/o augmentation"),
+            linear,
+            *table3("ProtoCLIP w/o RoBERTa", "- w/o augmentation"),
+        ),
+        _claim(
+            "table10_proto_adds",
+            "L_Proto adds to L_CLIP",
+            "Table X",
+            t10("L_Proto + L_CLIP"),
+            t10("L_CLIP"),
+            linear,
+            *_gain(paper.TABLE10["L_Proto + L_CLIP"], paper.TABLE10["L_CLIP"], "ImageNet linear"),
+        ),
+        _claim(
+            "table11_protoclip_vs_simclr",
+            "ProtoCLIP augmentation beats SimCLR's",
+            "Table XI",
+            t11("ProtoCLIP augmentation"),
+            t11("SimCLR augmentation"),
+            linear,
+            *_gain(
+                paper.TABLE11["ProtoCLIP augmentation"][0], paper.TABLE11["SimCLR augmentation"][0], "ImageNet linear"
+            ),
+        ),
+        _claim(
+            "table11_no_aug_retrieval",
+            "No augmentation gives the best retrieval",
+            "Table XI",
+            t11("No augmentation"),
+            t11("ProtoCLIP augmentation"),
+            "retrieval/mean_recall",
+            *_gain(
+                paper.TABLE11["No augmentation"][2], paper.TABLE11["ProtoCLIP augmentation"][2], "MS-COCO mean recall"
+            ),
+        ),
+        _claim(
+            "table12_ari",
+            "ProtoCLIP groups classes better: ARI on the STL-10 stand-in",
+            "Table XII",
+            proto_e,
+            clip_e,
+            "clutter10/ari",
+            f"{ari[0] - ari[1]:+.3f} ARI (STL-10, {ari[1]:.3f} -> {ari[0]:.3f})",
+            round(ari[0] - ari[1], 3),
+            notebook="clustering",
+        ),
     ]
-    for c in ablation.CLAIMS:
-        claims.append(_claim(c.id, c.text, ablation.SWEEPS[c.sweep].split(":")[0], None, None, "avg3/linear",
-                            "shown in the figure, no number in the text" if c.paper_effect is None
-                            else f"+{100 * c.paper_effect:.2f} pp (average linear probe)", c.paper_effect,
-                            kind="external", notebook="ablation"))
+    claims += ablation.CLAIMS
     share, overhead = paper.NUMBERS["fig9_kmeans_share"], paper.NUMBERS["relative_epoch_time"] - 1
     claims += [
-        _claim("fig9_kmeans_share", f"K-Means takes about {100 * share:.1f}% of episode time", "Fig. 9", proto_half,
-              clip_e, "kmeans_share", f"{100 * share:.1f}%", share, kind="timing", notebook="efficiency"),
-        _claim("fig9_overhead", f"ProtoCLIP costs {100 * overhead:+.1f}% time per epoch over CLIP", "Fig. 9",
-              proto_half, clip_e, "epoch_overhead", f"{100 * overhead:+.1f}%", round(overhead, 3), kind="timing",
-              notebook="efficiency"),
+        _claim(
+            "fig9_kmeans_share",
+            f"K-Means takes about {100 * share:.1f}% of episode time",
+            "Fig. 9",
+            proto_half,
+            clip_e,
+            "kmeans_share",
+            f"{100 * share:.1f}%",
+            share,
+            kind="timing",
+            notebook="efficiency",
+        ),
+        _claim(
+            "fig9_overhead",
+            f"ProtoCLIP costs {100 * overhead:+.1f}% time per epoch over CLIP",
+            "Fig. 9",
+            proto_half,
+            clip_e,
+            "epoch_overhead",
+            f"{100 * overhead:+.1f}%",
+            round(overhead, 3),
+            kind="timing",
+            notebook="efficiency",
+        ),
     ]
     return claims
 
@@ -304,7 +496,7 @@ def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = N
     """The claims of ``CLAIMS`` shown by ``notebook`` (all claims on rows with ``None``), judged by
     ``vlp_lib.book.claims.judge`` on a notebook's ``{row: records}``: the same lines as the scorecard's, indexed
     by claim id."""
-    on_rows = [c for c in CLAIMS if c.kind != "external"]
+    on_rows = [c for c in CLAIMS if c.notebook != "ablation"]
     return _claims_table(on_rows, results, PAPER, notebook, CLAIM_NOTEBOOKS)
 
 
@@ -316,27 +508,31 @@ def _ablation_lines(scale: str) -> dict[str, dict[str, Any]]:
     complete = {r.sweep for r, _ in records} - {r.sweep for r, rec in records if rec is None}
     if "base" not in complete:
         return {}
-    table = ablation.claims_table([(r, rec) for r, rec in records if r.sweep in complete and rec is not None], sweeps)
-    by_id = {c.id: c for c in CLAIMS}
-    return {row["id"]: external_line(by_id[row["id"]], PAPER, row["test"], row["verdict"], row["seeds"],
-                                     f" ({row['setting']} vs {row['reference']})") for _, row in table.iterrows()}
+    results = [(r, rec) for r, rec in records if r.sweep in complete and rec is not None]
+    return ablation.scorecard_lines(results, sweeps, PAPER)
 
 
 def claims(scale: str = "laptop") -> list[dict[str, Any]]:
     """Every claim of ``CLAIMS`` judged on the results store at ``scale`` (the scale's default seeds; Fig. 6
     from the ablation's default plan): one dict per claim with the keys of ``report.SCORECARD_COLUMNS``;
     verdict "not run" when its runs are not stored."""
-    lines = judge_stored(CLAIMS, lambda row: stored(row, scale), PAPER)
+    on_rows = [c for c in CLAIMS if c.notebook != "ablation"]
+    lines = {c.id: line for c, line in zip(on_rows, judge_stored(on_rows, lambda row: stored(row, scale), PAPER))}
     fig6 = _ablation_lines(scale)
-    return [fig6.get(c.id, blank_line(c, PAPER)) if c.kind == "external" else line for c, line in zip(CLAIMS, lines)]
+    return [lines[c.id] if c.notebook != "ablation" else fig6.get(c.id, blank_line(c, PAPER)) for c in CLAIMS]
 
 
 # --------------------------------------------------------------------------------------------------------------
 # tables of the notebooks
 
 
-def row_table(results: dict[Row, list[dict]], rows: list[Row], metrics: dict[str, str],
-              reference: Row | None = None, delta_metric: str | None = None) -> pd.DataFrame:
+def row_table(
+    results: dict[Row, list[dict]],
+    rows: list[Row],
+    metrics: dict[str, str],
+    reference: Row | None = None,
+    delta_metric: str | None = None,
+) -> pd.DataFrame:
     """One line per row: "mean ± std" (percent) of each metric over seeds, and, with a ``reference``, the
     per-seed (paired) difference of ``delta_metric`` from it in pp with its ``report.direction`` (the 95% t
     interval of ``report.VERDICT_RULE`` above, below or around zero)."""
