@@ -1,5 +1,5 @@
-"""ICMLM's computing core on tiny sizes: the POS lexicon and masked triplets (``data.lexicon``), ℓ_tp / ℓ_mlm
-(``losses.icmlm``), the frozen world-LM (``world_lm``), the TP_* and ICMLM methods through the one trainer and the
+"""ICMLM's computing core on tiny sizes: the POS lexicon and masked triplets (``papers.icmlm.lexicon``), ℓ_tp / ℓ_mlm
+(``papers.icmlm.loss``), the frozen world-LM (``world_lm``), the TP_* and ICMLM methods through the one trainer and the
 suite's image-only evaluation, and attribute zero-shot classification (``papers.icmlm.zsl``)."""
 
 import numpy as np

@@ -14,7 +14,7 @@ On CPUs, models with BatchNorm (the ``rn-*`` presets, RN50) normalise over each 
 does without ``--use-bn-sync``: not the one-process computation (``rn-tiny``: final loss 3.664 vs 3.646); on GPUs
 ``wrap`` makes it ``SyncBatchNorm``. Methods declare
 whether their loss is right across processes (``Method.distributed``: CLIP, ProtoCLIP, PyramidCLIP). ProtoCLIP's episode
-(``methods.protoclip``): every rank encodes its share of the episode, the features are gathered (``gather_rows``),
+(``papers.protoclip.method``): every rank encodes its share of the episode, the features are gathered (``gather_rows``),
 rank 0 runs K-Means (faiss; on a GPU when faiss sees one) and broadcasts prototypes and assignments (``broadcast``),
 every rank computes PBT from the same gathered features, and the projection heads' BatchNorm runs on the global batch
 (``gather_with_grad``); measured as CLIP (``vit-tiny``, 2 episodes of 64 pairs, K = 8): final loss 5.4609191 vs

@@ -6,7 +6,7 @@ the teacher's (``student_text_feat = teacher_text_feat``). So a run here trains 
 student's image tower + the teacher's frozen text tower, logits = 100 cos (``split_network.set_logit_scale``, not
 learned), and the same composite is evaluated (zero-shot with the teacher's text tower) and stored.
 
-Per step (``get_loss``; ``losses.dimefm``): B images with their teacher image features, pre-extracted once from the
+Per step (``get_loss``; ``papers.dimefm.loss``): B images with their teacher image features, pre-extracted once from the
 unaugmented images (Supp A.1), the student's features of the augmented images, and B teacher text features of an
 independent text batch:
 
@@ -161,7 +161,7 @@ def image_corpus_key(config: RunConfig, data: PairedData) -> dict[str, Any]:
 
 
 class DIMEFM(Method):
-    """DIME-FM's distillation (``losses.dimefm.dimefm_loss``) of the teacher into the composite's image tower.
+    """DIME-FM's distillation (``papers.dimefm.loss.dimefm_loss``) of the teacher into the composite's image tower.
 
     Args:
         lambda1: weight of L_p-vl, L_vl gets 1 - lambda1 (Supp G sweeps [0, 1]; 1 "totally replaces" L_vl and

@@ -6,7 +6,7 @@ cosine classifier whose weights are the shared text encoder's features of the cl
 
     L_cls = -1/B sum_i log( exp(s <v_i, t_{y_i}>) / sum_{c in K} exp(s <v_i, t_c>) ),
 
-with v_i, t_c L2-normalised and s = 1 / tau. The method (``methods.iclip``) chooses K (all classes or the batch's),
+with v_i, t_c L2-normalised and s = 1 / tau. The method (``papers.iclip.method``) chooses K (all classes or the batch's),
 s (CLIP's temperature or its own) and whether the batch's alt-texts join K as negatives; the paper's choices are
 unknown. The image-text sub-batch keeps CLIP's loss (``losses.clip.clip_loss``): L = L_CLIP + alpha L_cls.
 

@@ -17,11 +17,11 @@ sampler orders the pairs and the loss is ``clip_loss`` on the same batch.
 iCLIP, per step, with f the image tower and h the text tower (shared by both terms):
 
     v = f(images), t = h(alt-texts of the pair rows), c = h(class texts)   (class texts re-encoded every step)
-    L = w_clip L_CLIP(v_it, t) + w_cls L_cls(v_cls, c, y)                  (losses.clip, losses.iclip; 1 : 1)
+    L = w_clip L_CLIP(v_it, t) + w_cls L_cls(v_cls, c, y)                  (losses.clip, papers.iclip.loss; 1 : 1)
 
 UniCL: one batch of (image, text, label) triples: a class image's text is a random prompt of its class name
-(``data.classes.class_prompt``, no definition), each image-text pair has a label of its own, and
-L = ``losses.iclip.unicl_loss`` with targets 1[y_i = y_j].
+(``papers.iclip.classes.class_prompt``, no definition), each image-text pair has a label of its own, and
+L = ``papers.iclip.loss.unicl_loss`` with targets 1[y_i = y_j].
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def split_rows(batch: Batch) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ClassMixing(Method):
-    """What iCLIP and UniCL share: the ratio r, the class-only data (``data.classes.class_data``, built by
+    """What iCLIP and UniCL share: the ratio r, the class-only data (``papers.iclip.classes.class_data``, built by
     ``arguments`` from ``class_data`` = ``{"n", "seed", "shapes"}``) and the mixed sampler (``training_data``).
     A subclass names the texts it tokenises beside the captions (``texts``) so that ``check_config`` can refuse a
     ``context_length`` that would cut them."""
@@ -241,7 +241,7 @@ class ClassMixing(Method):
 
 
 class ICLIP(ClassMixing):
-    """iCLIP: L = w_clip L_CLIP (pair rows) + w_cls L_cls (class rows against the class texts, ``losses.iclip``).
+    """iCLIP: L = w_clip L_CLIP (pair rows) + w_cls L_cls (class rows against the class texts, ``papers.iclip.loss``).
 
     Args:
         ratio: r, the share of class rows per batch (Supp Tab. 1 sweeps 0.1-0.9; 0.5 the default).
@@ -291,7 +291,7 @@ class ICLIP(ClassMixing):
 
     @classmethod
     def texts(cls, args: ClassMixingArgs) -> list[str]:
-        """The class texts (``data.classes.class_texts``) of the class data's shapes."""
+        """The class texts (``papers.iclip.classes.class_texts``) of the class data's shapes."""
         return cast(ICLIPArgs, args).texts()
 
     @classmethod
@@ -349,8 +349,8 @@ class ICLIP(ClassMixing):
 
 
 class UniCL(ClassMixing):
-    """UniCL: ``losses.iclip.unicl_loss`` over the merged batch. A class row's text is its image's random prompt of
-    the class name (``data.classes.class_prompt``: a template drawn per image, no definition) and its label the
+    """UniCL: ``papers.iclip.loss.unicl_loss`` over the merged batch. A class row's text is its image's random prompt of
+    the class name (``papers.iclip.classes.class_prompt``: a template drawn per image, no definition) and its label the
     shape id; a pair's label is its own (``len(vocab.SHAPES)`` + its data index), so pairs have no other
     positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing`` (a run config sets ``ClassMixingArgs``)."""
 

@@ -5,10 +5,10 @@ the suite with probes only), on a backbone's spatial map X ∈ R^{H×W×C} (``Im
 32 px gives 8×8×128):
 
 - ``"tp"`` (main Sec. 3.1, Supp A): a linear classifier on GAP(X) predicts an image's tags with ℓ_tp
-  (``losses.icmlm.tp_loss``). The label set (``label_set``):
+  (``papers.icmlm.loss.tp_loss``). The label set (``label_set``):
   ``"label"`` = the ground-truth shapes of every object of the image (TP_Label, COCO's 80 classes);
   ``"postag"`` = the ``k`` most frequent tags of the POS classes ``pos`` in the training captions (TP_Postag,
-  ``data.lexicon``; Supp Tab. 1: NN / NN+ADJ / NN+ADJ+VB, 1K-10K tags);
+  ``papers.icmlm.lexicon``; Supp Tab. 1: NN / NN+ADJ / NN+ADJ+VB, 1K-10K tags);
   ``"cluster"`` = the image's caption's cluster among ``k`` K-Means clusters (``cluster.kmeans``) of MiniLM sentence
   embeddings of the captions (TP_Cluster, ``teachers.minilm_embeddings``; Supp Tab. 3: 1K / 10K clusters).
 - ``"icmlm"`` (main Sec. 3.2, Supp B, E): one token of the caption that belongs to the label set is replaced by
@@ -17,7 +17,7 @@ the suite with probes only), on a backbone's spatial map X ∈ R^{H×W×C} (``Im
   ``head="tfm"``: ``layers`` post-LN transformer layers over Z = [X̄; W] with ``heads`` attention heads (Supp E,
   Eq. 5-7), the output at the masked position; ``head="att-fc"``: ``heads`` attention heads pool X̄ with the
   masked token's state as the query ("att"), and an MLP of ``layers`` hidden layers ("fc") maps [pooled X̄ ; the
-  token's state] to the prediction. ℓ = ℓ_mlm + λ ℓ_tp (main Eq. 8, ``losses.icmlm``), λ = ``lambda``.
+  token's state] to the prediction. ℓ = ℓ_mlm + λ ℓ_tp (main Eq. 8, ``papers.icmlm.loss``), λ = ``lambda``.
 
 Reconstruction: the main paper (Sec. 3, Eq. 7-8) could not be read, so the heads follow the supplement's wording
 and its alternative readings are options: the output layer (``output``: a new trained ``"linear"`` layer, or the

@@ -173,7 +173,7 @@ def attribute_zsl_layers(
     grid: int = 1,
     max_iter: int = 200,
 ) -> dict[int, dict[str, float]]:
-    """Attribute zero-shot learning per layer (ICMLM Supp C, Tab. 3; ``eval.attribute_zsl``) on the 100
+    """Attribute zero-shot learning per layer (ICMLM Supp C, Tab. 3; ``attribute_zsl``) on the 100
     ``shapes_colours`` classes (the CUB / AWA2 stand-in, attributes ``eval.shapes_colours_attributes``): for each of
     the ``last`` deepest maps of an image-only model (``eval.encode_feature_maps``, ``grid`` x ``grid`` pooled, GAP by
     default: the C-11 / C-12 / C-13 analogue; Supp C pools to about 9K dimensions, which our maps do not have), the

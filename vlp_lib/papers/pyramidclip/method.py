@@ -48,7 +48,7 @@ TERMS: dict[str, tuple[str, str]] = {
     "clip": ("global", "caption"),
 }
 FULL_WEIGHTS = {"gs": 0.25, "lt": 0.25, "rs": 0.25, "rt": 0.25}  # Eq. 6 with lambda = mu = gamma = 0.25
-# T_S: the extractive stand-in for T5 (``data.summaries``), or the world's clean summaries (an upper-bound control)
+# T_S: the extractive stand-in for T5 (``papers.pyramidclip.summaries``), or the world's clean summaries (an upper-bound control)
 Summary = Literal["extractive", "oracle"]
 SUMMARIES: tuple[str, ...] = get_args(Summary)
 # the frozen object detector behind R: the world's crop CNN (VinVL's stand-in), or its untrained control

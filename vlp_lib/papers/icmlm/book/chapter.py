@@ -20,7 +20,7 @@ Setting (scaled down; "laptop"):
   (``eval.multilabel_svm_probe``); "IN-1K" = ``shapes_colours/linear`` (100 classes, logistic regression).
   Attribute zero-shot learning on the 100 ``shapes_colours`` classes stands in for CUB / AWA2
   (``suite.attribute_zsl_layers``). The proxy task: masked-token top-1 on held-out captions
-  (``methods.icmlm.proxy_metrics``).
+  (``papers.icmlm.method.proxy_metrics``).
 
 Every row is trained with the same seeds on the same pairs; the seed fixes initialisation and data order.
 """
