@@ -106,7 +106,25 @@ def test_sweep_rule_wants_the_best_near_the_papers_and_beating_the_end_point():
     }
     assert report.sweep_test(sweep, "m", paper_best=0.2, endpoint=0.0) == "reproduced"
     assert report.sweep_test(sweep, "m", paper_best=0.1, endpoint=0.0) == "reproduced"  # a neighbour is best
+    # regression (issue 25): the end point having the best seed-mean used to read "opposite" with no test at all;
+    # "opposite" now needs the paper's best to lose to the end point by VERDICT_RULE
     flat = {k: recs([0.40, 0.41, 0.40]) for k in sweep}
-    assert report.sweep_test(flat, "m", paper_best=0.2, endpoint=0.0) == "opposite"  # best is the end point
+    assert report.sweep_test(flat, "m", paper_best=0.2, endpoint=0.0) == "inconclusive"
+    low = {k: recs([0.39, 0.40, 0.39]) for k in sweep}  # means 0.400 (paper's best) vs 0.401 (the end point)
+    tiny = {**low, 0.2: recs([0.40, 0.41, 0.39]), 0.0: recs([0.395, 0.402, 0.406])}
+    assert report.sweep_test(tiny, "m", paper_best=0.2, endpoint=0.0) == "inconclusive"
+    noisy = {**flat, 0.0: recs([0.43, 0.39, 0.42]), 0.2: recs([0.40, 0.42, 0.39])}
+    assert report.sweep_test(noisy, "m", paper_best=0.2, endpoint=0.0) == "inconclusive"
+    falls = {**flat, 0.0: recs([0.50, 0.51, 0.50])}  # the end point beats the paper's best on every seed
+    assert report.sweep_test(falls, "m", paper_best=0.2, endpoint=0.0) == "opposite"
     with pytest.raises(ValueError, match="paper_best"):
         report.sweep_test(sweep, "m", paper_best=0.3, endpoint=0.0)
+
+
+def test_a_missing_or_broken_seed_decides_nothing():
+    """Regression (issue 25): a NaN difference compared False everywhere and read "smaller than claimed"."""
+    for differences in ([float("nan"), 0.01, 0.02], [0.01, float("inf"), 0.02]):
+        test = report.paired_test(differences, paper_effect=0.05)
+        assert test.verdict == "inconclusive" and test.n == 3
+        assert test.low == float("-inf") and test.high == float("inf")
+    assert report.paired_test([0.01, 0.012, 0.011], paper_effect=0.05).verdict == "reproduced"

@@ -28,8 +28,9 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from vlp_lib.book.pages import CHAPTERS, chapter_of, select_notebooks
 
@@ -85,8 +86,11 @@ def clean(nb: dict[str, Any]) -> dict[str, Any]:
         if "injected-parameters" in tags:
             if "remove-cell" not in tags:
                 cell["metadata"]["tags"] = [*tags, "remove-cell"]
-            injected += [line for line in _text(cell.get("source", "")).splitlines()
-                         if line.strip() and not line.lstrip().startswith("#")]
+            injected += [
+                line
+                for line in _text(cell.get("source", "")).splitlines()
+                if line.strip() and not line.lstrip().startswith("#")
+            ]
         if cell.get("cell_type") != "code":
             continue
         outputs = []
@@ -103,8 +107,11 @@ def clean(nb: dict[str, Any]) -> dict[str, Any]:
             if "parameters" in cell.get("metadata", {}).get("tags", []):
                 source = _text(cell.get("source", ""))
                 if INJECTED_MARKER not in source:
-                    cell["source"] = source.rstrip("\n") + "\n\n" + "\n".join(
-                        [INJECTED_MARKER] + [f"#   {line}" for line in injected])
+                    cell["source"] = (
+                        source.rstrip("\n")
+                        + "\n\n"
+                        + "\n".join([INJECTED_MARKER] + [f"#   {line}" for line in injected])
+                    )
                 break
     return nb
 
@@ -154,8 +161,12 @@ def placeholders(notebooks_dir: Path = NOTEBOOKS_DIR, executed_dir: Path = EXECU
     return missing
 
 
-def execute(names: Sequence[str] = (), scale: str = "laptop", notebooks_dir: Path = NOTEBOOKS_DIR,
-            executed_dir: Path = EXECUTED_DIR) -> float:
+def execute(
+    names: Sequence[str] = (),
+    scale: str = "laptop",
+    notebooks_dir: Path = NOTEBOOKS_DIR,
+    executed_dir: Path = EXECUTED_DIR,
+) -> float:
     """Execute the notebooks of chapters (or notebooks) ``names`` (all when empty) with papermill at ``scale``
     into ``executed_dir``, clean each, print each one's time and the total; returns the total seconds.
     ``subprocess.CalledProcessError`` when a notebook fails (its executed copy shows where)."""
@@ -169,8 +180,24 @@ def execute(names: Sequence[str] = (), scale: str = "laptop", notebooks_dir: Pat
         (executed_dir / f"{name}.md").unlink(missing_ok=True)  # a placeholder must not shadow the page
         t0 = time.perf_counter()
         env = {**SMOKE_ENV, **os.environ} if scale == "smoke" else None  # a thread count set by the user wins
-        subprocess.run([sys.executable, "-m", "papermill", str(src), str(out), "-k", "python3",
-                        "-p", "scale", scale, "--cwd", str(notebooks_dir)], check=True, env=env)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "papermill",
+                str(src),
+                str(out),
+                "-k",
+                "python3",
+                "-p",
+                "scale",
+                scale,
+                "--cwd",
+                str(notebooks_dir),
+            ],
+            check=True,
+            env=env,
+        )
         seconds = time.perf_counter() - t0
         clean_file(out)
         total += seconds
@@ -185,8 +212,9 @@ def format_times(scale: str, seconds: dict[str, float]) -> str:
     """One line per notebook with its seconds, then the total."""
     total = sum(seconds.values())
     lines = [f"  {name:<24}{s:7.0f} s" for name, s in seconds.items()]
-    return "\n".join([f"notebooks executed at scale={scale}:", *lines,
-                      f"  {'total':<24}{total:7.0f} s ({total / 60:.1f} min)"])
+    return "\n".join(
+        [f"notebooks executed at scale={scale}:", *lines, f"  {'total':<24}{total:7.0f} s ({total / 60:.1f} min)"]
+    )
 
 
 def times(executed_dir: Path = EXECUTED_DIR) -> str:

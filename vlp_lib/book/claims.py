@@ -34,8 +34,9 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

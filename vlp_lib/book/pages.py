@@ -7,7 +7,8 @@ read ``CHAPTERS`` without importing torch.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vlp_lib.papers import chapters as paper_chapters
 
@@ -29,11 +30,15 @@ CHAPTERS: dict[str, list[str]] = _book_chapters()
 
 # What a reader should make of a page's numbers at each scale.
 SCALE_MEANING = {
-    "smoke": ("Smoke scale trains for seconds on a few hundred generated pairs to test that the pipeline runs end to "
-              "end: accuracies are near chance and verdicts meaningless. The book's results are built with "
-              "`make book` (laptop scale)."),
-    "laptop": ("Models trained for minutes on a 2-core CPU on the generated world: read directions and per-seed "
-               "differences, not absolute numbers against the papers'."),
+    "smoke": (
+        "Smoke scale trains for seconds on a few hundred generated pairs to test that the pipeline runs end to "
+        "end: accuracies are near chance and verdicts meaningless. The book's results are built with "
+        "`make book` (laptop scale)."
+    ),
+    "laptop": (
+        "Models trained for minutes on a 2-core CPU on the generated world: read directions and per-seed "
+        "differences, not absolute numbers against the papers'."
+    ),
     "paper": "The papers' sizes (ProtoCLIP's Table I): a GPU and real data.",
 }
 
@@ -75,8 +80,13 @@ def scale_note_text(scale: str, seeds: Sequence[int] | None = None, *, results: 
     if seeds is not None:
         seeds = list(seeds)
         facts.append(f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(str(s) for s in seeds)})")
-    facts += [f"{name.replace('_', ' ')} {value:,}" if isinstance(value, int) and not isinstance(value, bool)
-              else f"{name.replace('_', ' ')} {value}" for name, value in sizes.items() if value is not None]
+    facts += [
+        f"{name.replace('_', ' ')} {value:,}"
+        if isinstance(value, int) and not isinstance(value, bool)
+        else f"{name.replace('_', ' ')} {value}"
+        for name, value in sizes.items()
+        if value is not None
+    ]
     stated = "; ".join(facts)
     stated = stated[0].upper() + stated[1:] + "."
     if not results:

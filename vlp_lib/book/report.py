@@ -3,8 +3,9 @@ rule for claims (``VERDICT_RULE``, ``paired_test``): 95% t intervals of per-seed
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,18 +25,27 @@ def mean_std(values: Iterable[float]) -> tuple[float, float]:
 
 
 def fmt(mean: float, std: float, percent: bool = True) -> str:
-    """"12.3 ± 0.4" for fractions shown in percent, "0.123 ± 0.004" otherwise."""
+    """ "12.3 ± 0.4" for fractions shown in percent, "0.123 ± 0.004" otherwise."""
     return f"{100 * mean:.1f} ± {100 * std:.1f}" if percent else f"{mean:.3f} ± {std:.3f}"
 
 
-def metrics_table(records: Sequence[dict], keys: Sequence[str], chance: dict[str, float] | None = None,
-                  labels: dict[str, str] | None = None) -> pd.DataFrame:
+def metrics_table(
+    records: Sequence[dict],
+    keys: Sequence[str],
+    chance: dict[str, float] | None = None,
+    labels: dict[str, str] | None = None,
+) -> pd.DataFrame:
     """One row per metric: mean, std, n seeds, "mean ± std" in percent, and chance where known."""
     rows = []
     for key in keys:
         m, s = mean_std(seed_values(records, key))
-        row = {"metric": (labels or {}).get(key, key), "mean": m, "std": s, "seeds": len(records),
-               "this book (%)": fmt(m, s)}
+        row = {
+            "metric": (labels or {}).get(key, key),
+            "mean": m,
+            "std": s,
+            "seeds": len(records),
+            "this book (%)": fmt(m, s),
+        }
         if chance is not None:
             row["chance (%)"] = f"{100 * chance[key]:.1f}" if key in chance else ""
         rows.append(row)
@@ -100,8 +110,9 @@ def minimum_detectable_effect(std: float, n: int, alpha: float = ALPHA, power: f
     return float((_t(1 - alpha / 2, n - 1) + _t(power, n - 1)) * std / np.sqrt(n))
 
 
-def seeds_to_decide(mean: float, std: float, paper_effect: float | None = None, alpha: float = ALPHA,
-                    max_seeds: int = MAX_SEEDS) -> float:
+def seeds_to_decide(
+    mean: float, std: float, paper_effect: float | None = None, alpha: float = ALPHA, max_seeds: int = MAX_SEEDS
+) -> float:
     """Seeds that would decide a claim if the per-seed differences kept this mean and spread: the smallest
     n >= 2 whose half-width ``t(1 - alpha/2, n-1) std / sqrt(n)`` is below ``|mean|`` (the interval would exclude
     0) or, with a ``paper_effect``, below ``|mean - paper_effect|`` (it would exclude the paper's effect), whichever
@@ -133,26 +144,54 @@ class PairedTest:
     paper_effect: float | None = None
 
     def seeds_needed_text(self) -> str:
-        """"4", ">1000", or "" when unknown (fewer than two seeds)."""
+        """ "4", ">1000", or "" when unknown (fewer than two seeds)."""
         if np.isnan(self.seeds_needed):
             return ""
         return f">{MAX_SEEDS}" if np.isinf(self.seeds_needed) else str(int(self.seeds_needed))
 
 
-def paired_test(differences: Sequence[float] | np.ndarray, paper_effect: float | None = None, alpha: float = ALPHA,
-                power: float = POWER) -> PairedTest:
+def paired_test(
+    differences: Sequence[float] | np.ndarray,
+    paper_effect: float | None = None,
+    alpha: float = ALPHA,
+    power: float = POWER,
+) -> PairedTest:
     """Judge per-seed differences (claimed-better minus reference, paired by seed) by ``VERDICT_RULE``:
     "reproduced" (interval above 0), "opposite" (below 0), "smaller than claimed" (includes 0, excludes
     ``paper_effect``, a fraction on our metric), "inconclusive" (otherwise, and with fewer than 2 seeds)."""
     d = np.asarray(differences, dtype=float)
     n = len(d)
     if n == 0:
-        return PairedTest(0, float("nan"), float("nan"), float("-inf"), float("inf"), "inconclusive", float("nan"),
-                          float("nan"), paper_effect)
+        return PairedTest(
+            0,
+            float("nan"),
+            float("nan"),
+            float("-inf"),
+            float("inf"),
+            "inconclusive",
+            float("nan"),
+            float("nan"),
+            paper_effect,
+        )
+    if not np.isfinite(
+        d
+    ).all():  # a missing or broken seed decides nothing (NaN compares False: no verdict by accident)
+        return PairedTest(
+            n,
+            float("nan"),
+            float("nan"),
+            float("-inf"),
+            float("inf"),
+            "inconclusive",
+            float("nan"),
+            float("nan"),
+            paper_effect,
+        )
     mean, std = mean_std(d)
     if n < 2:
-        return PairedTest(n, mean, std, float("-inf"), float("inf"), "inconclusive", float("nan"), float("nan"),
-                          paper_effect)
+        return PairedTest(
+            n, mean, std, float("-inf"), float("inf"), "inconclusive", float("nan"), float("nan"), paper_effect
+        )
     half = half_width(std, n, alpha)
     low, high = mean - half, mean + half
     if low > 0:
@@ -163,18 +202,30 @@ def paired_test(differences: Sequence[float] | np.ndarray, paper_effect: float |
         v = "smaller than claimed"
     else:
         v = "inconclusive"
-    return PairedTest(n, mean, std, low, high, v, minimum_detectable_effect(std, n, alpha, power),
-                      seeds_to_decide(mean, std, paper_effect, alpha), paper_effect)
+    return PairedTest(
+        n,
+        mean,
+        std,
+        low,
+        high,
+        v,
+        minimum_detectable_effect(std, n, alpha, power),
+        seeds_to_decide(mean, std, paper_effect, alpha),
+        paper_effect,
+    )
 
 
 EQUIVALENCE_RULE = (
     "'No difference' claims (e.g. a distilled student matches its reference): with a margin m stated per claim, "
     "reproduced when the 95% t interval of the per-seed differences lies inside (-m, m), opposite when it lies "
-    "entirely outside it, inconclusive otherwise (and with fewer than 2 seeds).")
+    "entirely outside it, inconclusive otherwise (and with fewer than 2 seeds)."
+)
 SWEEP_RULE = (
     "'Best at X' claims on a sweep: reproduced when the grid point with the best seed-mean is the paper's best or "
     "its neighbour and the per-seed difference best minus the named end point is reproduced (VERDICT_RULE); "
-    "opposite when that difference is opposite; inconclusive otherwise.")
+    "opposite only through a test: when that difference is opposite, or, when the end point itself has the best "
+    "seed-mean, when the paper's best minus the end point is opposite (VERDICT_RULE); inconclusive otherwise."
+)
 
 
 def equivalence_test(differences: Sequence[float] | np.ndarray, margin: float) -> str:
@@ -202,11 +253,17 @@ def sweep_test(per_setting: dict[Any, Sequence[dict]], key: str, paper_best: Any
     means = [float(np.mean(seed_values(per_setting[g], key))) for g in grid]
     best = grid[int(np.argmax(means))]
     near = abs(grid.index(best) - grid.index(paper_best)) <= 1
-    verdict = paired_test(record_differences(per_setting[best], per_setting[endpoint], key)).verdict \
-        if best != endpoint else "opposite"
+    # the best seed-mean at the end point is no verdict by itself (on a flat curve it happens 1 in len(grid) times):
+    # the paper's best is then tested against the end point, and only that test can say "opposite"
+    compared = best if best != endpoint else paper_best
+    verdict = (
+        paired_test(record_differences(per_setting[compared], per_setting[endpoint], key)).verdict
+        if compared != endpoint
+        else "inconclusive"
+    )
     if verdict == "opposite":
         return "opposite"
-    return "reproduced" if near and verdict == "reproduced" else "inconclusive"
+    return "reproduced" if best != endpoint and near and verdict == "reproduced" else "inconclusive"
 
 
 def paired_interval(differences: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -221,7 +278,7 @@ def paired_interval(differences: Sequence[float] | np.ndarray, confidence: float
 
 
 def direction(differences: Sequence[float] | np.ndarray) -> str:
-    """"higher" / "lower" / "within noise" (or "too few seeds", below two) for per-seed differences, by the
+    """ "higher" / "lower" / "within noise" (or "too few seeds", below two) for per-seed differences, by the
     interval of ``VERDICT_RULE``: the 95% t interval of their mean lies above 0, below 0, or includes it."""
     t = paired_test(differences)
     if t.n < 2:
@@ -247,14 +304,29 @@ def format_test(test: PairedTest | None, percent: bool = True) -> dict[str, str]
         return (f"{100 * x:+.2f}" if sign else f"{100 * x:.2f}") if percent else (f"{x:+.3f}" if sign else f"{x:.3f}")
 
     unit = " pp" if percent else ""
-    return {"book_value": f"{num(test.mean)}{unit}",
-            "interval": f"[{num(test.low)}, {num(test.high)}]{unit}" if test.n >= 2 else "",
-            "mde": f"{num(test.mde, sign=False)}{unit}" if test.n >= 2 else "",
-            "seeds_needed": test.seeds_needed_text()}
+    return {
+        "book_value": f"{num(test.mean)}{unit}",
+        "interval": f"[{num(test.low)}, {num(test.high)}]{unit}" if test.n >= 2 else "",
+        "mde": f"{num(test.mde, sign=False)}{unit}" if test.n >= 2 else "",
+        "seeds_needed": test.seeds_needed_text(),
+    }
 
 
-SCORECARD_COLUMNS = ["id", "paper", "claim", "source", "notebook", "metric", "paper_value", "book_value", "interval",
-                     "verdict", "mde", "seeds_needed", "seeds"]
+SCORECARD_COLUMNS = [
+    "id",
+    "paper",
+    "claim",
+    "source",
+    "notebook",
+    "metric",
+    "paper_value",
+    "book_value",
+    "interval",
+    "verdict",
+    "mde",
+    "seeds_needed",
+    "seeds",
+]
 
 
 def scorecard(scale: str = "laptop") -> pd.DataFrame:

@@ -32,8 +32,9 @@ teacher (trained once, with seed 0, and stored like any run).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,30 +59,89 @@ from vlp_lib.papers.dimefm.book import paper
 from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(teacher_size=256, teacher_epochs=1, corpus_size=128, unit_epochs=1, sweep_size=128, batch_size=32,
-                  task_train=60, task_test=40, retrieval_images=20, seeds=(0, 1), lr=1e-3, warmup_fraction=0.1,
-                  queries=64, pool_size=128, mmd_pool=96, mmd_samples=48, mmd_draws=3, coverage_size=128,
-                  coverage_counts=dict(none=0, few=2, some=4, many=8)),
-    "laptop": dict(teacher_size=20_480, teacher_epochs=4, corpus_size=10_240, unit_epochs=2, sweep_size=5_120,
-                   batch_size=128, task_train=2_000, task_test=1_000, retrieval_images=500, seeds=(0, 1, 2),
-                   lr=2e-3, warmup_fraction=0.1, queries=2_000, pool_size=10_240, mmd_pool=4_000,
-                   mmd_samples=1_000, mmd_draws=3, coverage_size=10_240,
-                   coverage_counts=dict(none=0, few=10, some=100, many=1_000)),
-    "paper": dict(teacher_size=2_500_000, teacher_epochs=32, corpus_size=2_500_000, unit_epochs=8,
-                  sweep_size=1_000_000, batch_size=4_096, task_train=50_000, task_test=10_000,
-                  retrieval_images=5_000, seeds=(0, 1, 2), lr=5e-4, warmup_fraction=0.1, queries=1_000_000,
-                  pool_size=5_000_000, mmd_pool=50_000, mmd_samples=10_000, mmd_draws=3, coverage_size=2_500_000,
-                  coverage_counts=dict(none=0, few=10, some=1_000, many=100_000)),
+    "smoke": dict(
+        teacher_size=256,
+        teacher_epochs=1,
+        corpus_size=128,
+        unit_epochs=1,
+        sweep_size=128,
+        batch_size=32,
+        task_train=60,
+        task_test=40,
+        retrieval_images=20,
+        seeds=(0, 1),
+        lr=1e-3,
+        warmup_fraction=0.1,
+        queries=64,
+        pool_size=128,
+        mmd_pool=96,
+        mmd_samples=48,
+        mmd_draws=3,
+        coverage_size=128,
+        coverage_counts=dict(none=0, few=2, some=4, many=8),
+    ),
+    "laptop": dict(
+        teacher_size=20_480,
+        teacher_epochs=4,
+        corpus_size=10_240,
+        unit_epochs=2,
+        sweep_size=5_120,
+        batch_size=128,
+        task_train=2_000,
+        task_test=1_000,
+        retrieval_images=500,
+        seeds=(0, 1, 2),
+        lr=2e-3,
+        warmup_fraction=0.1,
+        queries=2_000,
+        pool_size=10_240,
+        mmd_pool=4_000,
+        mmd_samples=1_000,
+        mmd_draws=3,
+        coverage_size=10_240,
+        coverage_counts=dict(none=0, few=10, some=100, many=1_000),
+    ),
+    "paper": dict(
+        teacher_size=2_500_000,
+        teacher_epochs=32,
+        corpus_size=2_500_000,
+        unit_epochs=8,
+        sweep_size=1_000_000,
+        batch_size=4_096,
+        task_train=50_000,
+        task_test=10_000,
+        retrieval_images=5_000,
+        seeds=(0, 1, 2),
+        lr=5e-4,
+        warmup_fraction=0.1,
+        queries=1_000_000,
+        pool_size=5_000_000,
+        mmd_pool=50_000,
+        mmd_samples=10_000,
+        mmd_draws=3,
+        coverage_size=2_500_000,
+        coverage_counts=dict(none=0, few=10, some=1_000, many=100_000),
+    ),
 }
 # The towers of each role: the teacher is larger than the student on both sides (spec 2.3: an rn-tiny teacher would
 # make "CLIP of the student's size on the teacher's data" the teacher itself, and D1 plain self-distillation)
-MODELS: dict[str, dict[str, str]] = {"smoke": {"student": "rn-tiny", "teacher": "rn-small"},
-                                     "laptop": {"student": "rn-tiny", "teacher": "rn-small"},
-                                     "paper": {"student": "RN50", "teacher": "ViT-B-32"}}
+MODELS: dict[str, dict[str, str]] = {
+    "smoke": {"student": "rn-tiny", "teacher": "rn-small"},
+    "laptop": {"student": "rn-tiny", "teacher": "rn-small"},
+    "paper": {"student": "RN50", "teacher": "ViT-B-32"},
+}
 TEACHER_SEED = 0
 # Every world and corpus seed of the chapter (all below the evaluation tasks' seeds, tasks.TASK_SEED_BASE)
-SEEDS = dict(big=1_000, corpus=1_001, class_a=1_002, covered=1_003, independent=1_004, nlp=1_005, pool_captions=1_006,
-             coverage=1_007)
+SEEDS = dict(
+    big=1_000,
+    corpus=1_001,
+    class_a=1_002,
+    covered=1_003,
+    independent=1_004,
+    nlp=1_005,
+    pool_captions=1_006,
+    coverage=1_007,
+)
 # W_big, the image corpus and the pool's captions: cleaner captions than the default web world (spec 2.3)
 WORLD_KNOBS: dict[str, Any] = dict(mismatch_rate=0.02, junk_rate=0.1, omit_rate=0.5)
 # The Supp G worlds: one object per image, its shape in S_A (images, setting 1's captions) or S_B (settings 2, 3)
@@ -152,16 +212,22 @@ CONSTRUCTED = replace(STUDENT, label="student (DIME-FM, constructed corpus)", te
 BENCHMARK = [TEACHER, C_BIG, C_SMALL, STUDENT, PAIRED, AUG_OFF, AUG_HEAVY, CONSTRUCTED]
 AUGMENTATION_ROWS = [AUG_OFF, STUDENT, AUG_HEAVY]
 
-SETTINGS = {"covered": "(1) covered: S_A captions", "independent": "(2) independent: S_B captions",
-            "partial": "(3) partially covered: S_B captions + S_A prompts"}
+SETTINGS = {
+    "covered": "(1) covered: S_A captions",
+    "independent": "(2) independent: S_B captions",
+    "partial": "(3) partially covered: S_B captions + S_A prompts",
+}
 
 
 def sweep_row(setting: str, lambda1: float, pvl: str = "intra", lambda2: float = 0.0) -> Row:
     """The Supp G student of ``setting`` (a key of ``SETTINGS``) at ``lambda1`` (and ``lambda2``)."""
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {sorted(SETTINGS)}, got {setting!r}")
-    label = (f"{setting}, lambda1 = {lambda1}" + ("" if pvl == "intra" else f", {pvl}-batch")
-             + ("" if lambda2 == 0 else f", lambda2 = {lambda2}"))
+    label = (
+        f"{setting}, lambda1 = {lambda1}"
+        + ("" if pvl == "intra" else f", {pvl}-batch")
+        + ("" if lambda2 == 0 else f", lambda2 = {lambda2}")
+    )
     return Row(label, "dimefm", "class_a", texts=setting, lambda1=lambda1, pvl=pvl, lambda2=lambda2, probes=False)
 
 
@@ -173,8 +239,19 @@ INTER = {s: sweep_row(s, LAMBDA1, pvl="inter") for s in ("covered", "independent
 # lambda2 = 1 at lambda1 = 0.3 in setting (1) ("less effective together with L_p-vl", main Tab. 1)
 LAMBDA2 = {s: [sweep_row(s, 0.0, lambda2=lam) for lam in LAMBDA2_SWEEP] for s in ("covered", "independent")}
 LAMBDA2_WITH_PVL = [sweep_row("covered", LAMBDA1, lambda2=lam) for lam in (0.0, 1.0)]
-COMPONENTS = list(dict.fromkeys([*SWEEP["covered"], *SWEEP["independent"], PARTIAL, *INTER.values(),
-                                 *LAMBDA2["covered"], *LAMBDA2["independent"], *LAMBDA2_WITH_PVL]))
+COMPONENTS = list(
+    dict.fromkeys(
+        [
+            *SWEEP["covered"],
+            *SWEEP["independent"],
+            PARTIAL,
+            *INTER.values(),
+            *LAMBDA2["covered"],
+            *LAMBDA2["independent"],
+            *LAMBDA2_WITH_PVL,
+        ]
+    )
+)
 
 
 COVERAGE_LEVELS = ("none", "few", "some", "many")
@@ -191,13 +268,14 @@ def coverage_row(method: str, level: str) -> Row:
     if method == "dimefm":
         return Row(f"student, {level} CR images", "dimefm", "coverage", coverage=level, probes=False)
     if method == "clip":
-        return Row(f"C_small, {level} CR images", "clip", "coverage", coverage=level, augmentation="none",
-                   probes=False)
+        return Row(f"C_small, {level} CR images", "clip", "coverage", coverage=level, augmentation="none", probes=False)
     raise ValueError(f"method must be 'dimefm' or 'clip', got {method!r}")
 
 
-COVERAGE = {name: {level: coverage_row(method, level) for level in COVERAGE_LEVELS}
-            for name, method in (("student", "dimefm"), ("C_small", "clip"))}
+COVERAGE = {
+    name: {level: coverage_row(method, level) for level in COVERAGE_LEVELS}
+    for name, method in (("student", "dimefm"), ("C_small", "clip"))
+}
 COVERAGE_NONE = COVERAGE["student"]["none"]  # D4: the student without CR images of the held-out colours
 FEW, MANY = "few", "many"  # D5's two levels
 COVERAGE_ROWS = [*COVERAGE["student"].values(), *COVERAGE["C_small"].values()]
@@ -253,9 +331,13 @@ def prompt_repeats(sizes: dict[str, Any]) -> int:
 def text_spec(texts: str, scale: str) -> Any:
     """The DIME-FM ``texts`` argument (a corpus spec of ``vlp_lib.data.corpora``, or "own") of a row's ``texts``."""
     sizes = CHAPTER_SCALES[scale]
-    pool = {"kind": "union", "parts": [
-        {"kind": "nlp", "n": sizes["pool_size"], "seed": SEEDS["nlp"]},
-        {"kind": "captions", "n": sizes["pool_size"], "seed": SEEDS["pool_captions"], "world_knobs": WORLD_KNOBS}]}
+    pool = {
+        "kind": "union",
+        "parts": [
+            {"kind": "nlp", "n": sizes["pool_size"], "seed": SEEDS["nlp"]},
+            {"kind": "captions", "n": sizes["pool_size"], "seed": SEEDS["pool_captions"], "world_knobs": WORLD_KNOBS},
+        ],
+    }
     n = sizes["sweep_size"]
     independent = {"kind": "captions", "n": n, "seed": SEEDS["independent"], "world_knobs": CLASS_B_KNOBS}
     specs = {
@@ -264,9 +346,17 @@ def text_spec(texts: str, scale: str) -> Any:
         "constructed": {"kind": "constructed", "queries": sizes["queries"], "pool": pool},
         "covered": {"kind": "captions", "n": n, "seed": SEEDS["covered"], "world_knobs": CLASS_A_KNOBS},
         "independent": independent,
-        "partial": {"kind": "union", "parts": [independent, {
-            "kind": "prompts", "classnames": list(SHAPE_SET_A) * prompt_repeats(sizes),
-            "template": PROMPT_TEMPLATE}]},
+        "partial": {
+            "kind": "union",
+            "parts": [
+                independent,
+                {
+                    "kind": "prompts",
+                    "classnames": list(SHAPE_SET_A) * prompt_repeats(sizes),
+                    "template": PROMPT_TEMPLATE,
+                },
+            ],
+        },
     }
     if texts not in specs:
         raise ValueError(f"texts must be one of {sorted(specs)}, got {texts!r}")
@@ -283,18 +373,39 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     if row.method == "dimefm":
-        kwargs = {"teacher": config(TEACHER, scale, TEACHER_SEED), "texts": text_spec(row.texts, scale),
-                  "paired": row.paired, "lambda1": row.lambda1, "lambda2": row.lambda2, "pvl": row.pvl}
+        kwargs = {
+            "teacher": config(TEACHER, scale, TEACHER_SEED),
+            "texts": text_spec(row.texts, scale),
+            "paired": row.paired,
+            "lambda1": row.lambda1,
+            "lambda2": row.lambda2,
+            "pvl": row.pvl,
+        }
         extra["weight_decay"] = STUDENT_WEIGHT_DECAY
     elif row.method != "clip":
         raise ValueError(f"row.method must be 'clip' or 'dimefm', got {row.method!r}")
     return experiment.make_config(
-        scale, method=row.method, seed=seed, model=MODELS[scale][row.role], train_size=size, world_seed=world_seed,
-        world_knobs=knobs, world_mix=world_mix(row, scale), epochs=epochs, batch_size=sizes["batch_size"],
-        augmentation=row.augmentation, lr=sizes["lr"], warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
-        task_train=sizes["task_train"], task_test=sizes["task_test"], retrieval_images=sizes["retrieval_images"],
+        scale,
+        method=row.method,
+        seed=seed,
+        model=MODELS[scale][row.role],
+        train_size=size,
+        world_seed=world_seed,
+        world_knobs=knobs,
+        world_mix=world_mix(row, scale),
+        epochs=epochs,
+        batch_size=sizes["batch_size"],
+        augmentation=row.augmentation,
+        lr=sizes["lr"],
+        warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
+        task_train=sizes["task_train"],
+        task_test=sizes["task_test"],
+        retrieval_images=sizes["retrieval_images"],
         eval_tasks={"class_a": SWEEP_EVAL, "coverage": COVERAGE_EVAL}.get(row.data, FULL_EVAL),
-        eval_probes=row.probes, method_kwargs=kwargs, **extra)
+        eval_probes=row.probes,
+        method_kwargs=kwargs,
+        **extra,
+    )
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
@@ -336,8 +447,9 @@ def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bo
 
 def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
     """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
-    records = plan.stored(row, config, scale, [TEACHER_SEED] if row == TEACHER else
-                          (seeds or resolve_seeds(scale, None)))
+    records = plan.stored(
+        row, config, scale, [TEACHER_SEED] if row == TEACHER else (seeds or resolve_seeds(scale, None))
+    )
     return None if records is None else with_coverage_metrics(records)
 
 
@@ -349,14 +461,20 @@ def training_seconds(records: Sequence[dict]) -> float:
 # --------------------------------------------------------------------------------------------------------------
 # D6: MMD among the image, caption, NLP and constructed corpora in the teacher's joint space (no training)
 
+
 def mmd_config(scale: str = "laptop") -> dict[str, Any]:
     """The key of the MMD record in the results store: the teacher's config, every corpus and the sampling."""
     sizes = CHAPTER_SCALES[scale]
-    return {"scale": scale, "teacher": config(TEACHER, scale, TEACHER_SEED).to_dict(),
-            "image_corpus": {"n": sizes["mmd_pool"], "seed": SEEDS["corpus"], "world_knobs": WORLD_KNOBS},
-            "nlp": {"n": sizes["mmd_pool"], "seed": SEEDS["nlp"]},
-            "constructed": text_spec("constructed", scale), "samples": sizes["mmd_samples"],
-            "draws": sizes["mmd_draws"], "kernels": list(MMD_KERNELS)}
+    return {
+        "scale": scale,
+        "teacher": config(TEACHER, scale, TEACHER_SEED).to_dict(),
+        "image_corpus": {"n": sizes["mmd_pool"], "seed": SEEDS["corpus"], "world_knobs": WORLD_KNOBS},
+        "nlp": {"n": sizes["mmd_pool"], "seed": SEEDS["nlp"]},
+        "constructed": text_spec("constructed", scale),
+        "samples": sizes["mmd_samples"],
+        "draws": sizes["mmd_draws"],
+        "kernels": list(MMD_KERNELS),
+    }
 
 
 def teacher_model(scale: str = "laptop") -> tuple[Any, Any, dict]:
@@ -387,11 +505,13 @@ def constructed_corpus(scale: str, model: Any, tokenizer: Any, image_features: A
 
     spec = text_spec("constructed", scale)
     if image_features is None or len(image_features) < spec["queries"]:
-        images = generate(spec["queries"], seed=SEEDS["corpus"], image_size=config(STUDENT, scale).image_size,
-                          **WORLD_KNOBS).images
+        images = generate(
+            spec["queries"], seed=SEEDS["corpus"], image_size=config(STUDENT, scale).image_size, **WORLD_KNOBS
+        ).images
         image_features = encode_images(model, images)
-    return corpora.build_corpus(spec, query_features=image_features,
-                                encode=lambda texts: encode_texts(model, tokenizer, list(texts)))
+    return corpora.build_corpus(
+        spec, query_features=image_features, encode=lambda texts: encode_texts(model, tokenizer, list(texts))
+    )
 
 
 def mmd_record(scale: str = "laptop", compute: bool = True) -> dict | None:
@@ -404,8 +524,9 @@ def mmd_record(scale: str = "laptop", compute: bool = True) -> dict | None:
 def mmd_frames(record: dict) -> dict[str, list[pd.DataFrame]]:
     """``{kernel: [MMD^2 DataFrame per draw]}`` of an MMD record."""
     sets = record["metrics"]["sets"]
-    return {k: [pd.DataFrame(m, index=sets, columns=sets) for m in draws]
-            for k, draws in record["metrics"]["mmd2"].items()}
+    return {
+        k: [pd.DataFrame(m, index=sets, columns=sets) for m in draws] for k, draws in record["metrics"]["mmd2"].items()
+    }
 
 
 def mds_2d(distance: Any, seed: int = 0) -> np.ndarray:
@@ -434,7 +555,7 @@ def mmd_check(frame: pd.DataFrame, check: str) -> tuple[bool, bool]:
     texts = ["captions", "NLP", "constructed"]
     if check == "gap":
         image_text = min(frame.loc["images", t] for t in texts)
-        text_text = max(frame.loc[a, b] for i, a in enumerate(texts) for b in texts[i + 1:])
+        text_text = max(frame.loc[a, b] for i, a in enumerate(texts) for b in texts[i + 1 :])
         return image_text > text_text, image_text < text_text
     other = {"captions": "captions", "images": "images"}[check]
     a, b = frame.loc["constructed", other], frame.loc["NLP", other]
@@ -454,11 +575,15 @@ CLAIM_NOTEBOOKS = ("benchmark", "components", "coverage")
 # rho(reference) - rho(control) by VERDICT_RULE), "every_draw" (``mmd_check`` ``check`` in every kernel and draw
 # of D6's record) or "not_run" (planned, not run: ``reason``). ``paper_effect``: the paper's difference in
 # points / 100, where it gives one.
-KINDS = ("direction", "equivalence", "noninferiority", "best_of", "interaction", "correlation", "every_draw",
-         "not_run")
+KINDS = ("direction", "equivalence", "noninferiority", "best_of", "interaction", "correlation", "every_draw", "not_run")
 PAPER = "DIME-FM"
-ZS7, IN1K, LP7, SHAPES_A, ROBUST = ("avg7/zeroshot_top1", "shapes_colours/zeroshot_top1", "avg7/linear",
-                                     "shapesA/zeroshot_top1", "robust4/zeroshot_top1")
+ZS7, IN1K, LP7, SHAPES_A, ROBUST = (
+    "avg7/zeroshot_top1",
+    "shapes_colours/zeroshot_top1",
+    "avg7/linear",
+    "shapesA/zeroshot_top1",
+    "robust4/zeroshot_top1",
+)
 
 
 def _pp(better: float, reference: float, where: str) -> tuple[str, float]:
@@ -467,135 +592,384 @@ def _pp(better: float, reference: float, where: str) -> tuple[str, float]:
 
 
 def _claims() -> list[Claim]:
-    t2, t4, readme = paper.TABLE2, paper.TABLE4, paper.README["NLP texts"]
-    d2 = {c: _pp(t2["Paired"][i], t2["Unpaired"][i], f"Supp Tab. 2, GCC-3M, paired vs unpaired {c}")
-          for i, c in enumerate(paper.TABLE2_COLUMNS)}
+    t2, readme = paper.TABLE2, paper.README["NLP texts"]
+    d2 = {
+        c: _pp(t2["Paired"][i], t2["Unpaired"][i], f"Supp Tab. 2, GCC-3M, paired vs unpaired {c}")
+        for i, c in enumerate(paper.TABLE2_COLUMNS)
+    }
     captions = paper.table4_average("Distill-ViT-B/32 (Captions)")
     nlp = paper.table4_average("Distill-ViT-B/32 (NLP Texts)")
     clip_b32 = paper.table4_average("CLIP-ViT-B/32")
     imagenet = paper.TABLE3["Imagenet"]
     sweep = {s: {r.lambda1: r for r in rows} for s, rows in SWEEP.items()}
     claims = [
-        Claim("D1", "The student matches CLIP of its size trained on the teacher's data (zero-shot, within 2 pp)",
-              "Supp E; README", "equivalence", ZS7,
-              *_pp(paper.SUPP_E["Distill-ViT-B/32"], paper.SUPP_E["CLIP-ViT-B/32"], "Supp E, 18 ELEVATER sets"),
-              notebook="benchmark", better=STUDENT, reference=C_BIG, margin=MARGINS["D1"]),
-        Claim("D1_in1k", "... on the ImageNet stand-in (shapes_colours zero-shot, within 2 pp)", "README; Supp Tab. 3",
-              "equivalence", IN1K,
-              f"+{readme[0] - paper.CLIP_B32_IN1K:.1f} pp (README {readme[0]} vs CLIP-ViT-B/32 {paper.CLIP_B32_IN1K},"
-              f" OpenAI's number); Supp Tab. 3 gives the student {imagenet[1]} "
-              f"({imagenet[1] - paper.CLIP_B32_IN1K:+.1f})", None,
-              notebook="benchmark", better=STUDENT, reference=C_BIG, margin=MARGINS["D1"]),
-        Claim("D1_linear", "... on the linear probe (avg7 linear, within 2 pp)", "README; abstract", "equivalence",
-              LP7, f"ELEVATER LP {readme[2]} (README); CLIP-ViT-B/32's is not in our sources ('on par', abstract)",
-              None, notebook="benchmark", better=STUDENT, reference=C_BIG, margin=MARGINS["D1"]),
-        Claim("D1_small", "The student beats CLIP trained contrastively on its own (paired) image corpus",
-              "Supp E, Fig. 3(b); Supp Tab. 3", "direction", ZS7,
-              *_pp(imagenet[4], imagenet[3], "Swin-T on IN-21K, ImageNet: DIME-FM vs UniCL*"),
-              notebook="benchmark", better=STUDENT, reference=C_SMALL),
-        Claim("D2", "Paired loading gives no gain over unpaired loading (zero-shot, within 1 pp)", "Supp D, Tab. 2",
-              "equivalence", ZS7, *d2["ELEVATER ZS"], notebook="benchmark", better=PAIRED, reference=STUDENT,
-              margin=MARGINS["D2"]),
-        Claim("D2_in1k", "... on the ImageNet stand-in (within 1 pp)", "Supp D, Tab. 2", "equivalence", IN1K,
-              *d2["IN-1K ZS"], notebook="benchmark", better=PAIRED, reference=STUDENT, margin=MARGINS["D2"]),
-        Claim("D2_linear", "... on the linear probe (within 1 pp)", "Supp D, Tab. 2", "equivalence", LP7,
-              *d2["ELEVATER LP"], notebook="benchmark", better=PAIRED, reference=STUDENT, margin=MARGINS["D2"]),
-        Claim("D3", "Basic augmentation (crop, flip) beats heavy augmentation for the student", "Supp A.1",
-              "direction", ZS7, "no numbers ('more advanced data augmentations ... harm the distillation')", None,
-              notebook="benchmark", better=STUDENT, reference=AUG_HEAVY),
-        Claim("D4", "The student falls behind CLIP of its size where its images hold no conceptually related (CR) "
-                    "image: its deficit on the held-out colours exceeds its deficit on the seen ones",
-              "Supp E, Fig. 3(a)", "interaction", "colour per-colour zero-shot: seen - held-out",
-              "worse on 5 of 21 sets (PCam, MNIST, FER-2013, Cars, KITTI): few CR images or a poor teacher", None,
-              notebook="coverage", terms=((1, COVERAGE_NONE, SEEN_ZS), (-1, C_BIG, SEEN_ZS),
-                                          (-1, COVERAGE_NONE, HELD_OUT_ZS), (1, C_BIG, HELD_OUT_ZS))),
-        Claim("D4_teacher", "The student is poor where its teacher is poor: its per-shape zero-shot follows the "
-                            "teacher's (Spearman rho > 0 in every seed)", "Supp E, Fig. 3(a)", "correlation",
-              "shapes24 per-shape zero-shot", "PCam, KITTI: the teacher itself is poor", None,
-              notebook="coverage", better=STUDENT, reference=TEACHER, keys=SHAPE_KEYS, percent=False),
-        Claim("D4_teacher_vs_clip", "... and follows its teacher more than it follows a CLIP of its size trained on "
-                                    "the teacher's data (rho(teacher) - rho(C_big))", "Supp E, Fig. 3(a) (our control)",
-              "correlation", "shapes24 per-shape zero-shot", "no such control in the paper", None,
-              notebook="coverage", better=STUDENT, reference=TEACHER, control=C_BIG, keys=SHAPE_KEYS,
-              percent=False),
-        Claim("D5_none", "Without CR images of a concept, distillation beats contrastive training on the same images",
-              "Supp E, Fig. 3(b, c); Supp Tab. 3", "direction", HELD_OUT_ZS,
-              f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images (IN-21K: DIME-FM vs UniCL*)",
-              (imagenet[4] - imagenet[3]) / 100, notebook="coverage", better=COVERAGE["student"]["none"],
-              reference=COVERAGE["C_small"]["none"]),
-        Claim("D5", "With few CR images (10 per held-out colour), distillation beats contrastive training on the "
-                    "same images", "Supp E, Fig. 3(b, c); Supp Tab. 3", "direction", HELD_OUT_ZS,
-              "no point at a few CR images; the gains shrink as CR images grow (ImageNet +8.1 pp with IN-21K, "
-              "+1.3 pp with YFCC-14M added)", None, notebook="coverage", better=COVERAGE["student"][FEW],
-              reference=COVERAGE["C_small"][FEW]),
-        Claim("D5_gap", "... and by more than with many CR images (1,000 per held-out colour)",
-              "Supp E, Fig. 3(b, c); Supp Tab. 3", "interaction", HELD_OUT_ZS,
-              f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images, +{imagenet[7] - imagenet[6]:.1f} pp "
-              "with 1.3M (+ YFCC); the gaps shrink on 13 of 19 sets, grow on 6", None, notebook="coverage",
-              terms=((1, COVERAGE["student"][FEW], HELD_OUT_ZS), (-1, COVERAGE["C_small"][FEW], HELD_OUT_ZS),
-                     (-1, COVERAGE["student"][MANY], HELD_OUT_ZS), (1, COVERAGE["C_small"][MANY], HELD_OUT_ZS))),
-        Claim("D6a", "A clear modality gap: every image-text MMD exceeds every text-text MMD",
-              "Supp F, Fig. 4", "every_draw", "MMD^2 (teacher space)", "values only in the figure", None,
-              notebook="components", check="gap"),
-        Claim("D6b", "The constructed corpus is closer to the captions than the NLP corpus is", "Supp F, Fig. 4",
-              "every_draw", "MMD^2 (teacher space)", "values only in the figure", None, notebook="components",
-              check="captions"),
-        Claim("D6c", "The constructed corpus is closer to the image corpus than the NLP corpus is",
-              "Supp F, Fig. 4", "every_draw", "MMD^2 (teacher space)", "values only in the figure", None,
-              notebook="components", check="images"),
+        Claim(
+            "D1",
+            "The student matches CLIP of its size trained on the teacher's data (zero-shot, within 2 pp)",
+            "Supp E; README",
+            "equivalence",
+            ZS7,
+            *_pp(paper.SUPP_E["Distill-ViT-B/32"], paper.SUPP_E["CLIP-ViT-B/32"], "Supp E, 18 ELEVATER sets"),
+            notebook="benchmark",
+            better=STUDENT,
+            reference=C_BIG,
+            margin=MARGINS["D1"],
+        ),
+        Claim(
+            "D1_in1k",
+            "... on the ImageNet stand-in (shapes_colours zero-shot, within 2 pp)",
+            "README; Supp Tab. 3",
+            "equivalence",
+            IN1K,
+            f"+{readme[0] - paper.CLIP_B32_IN1K:.1f} pp (README {readme[0]} vs CLIP-ViT-B/32 {paper.CLIP_B32_IN1K},"
+            f" OpenAI's number); Supp Tab. 3 gives the student {imagenet[1]} "
+            f"({imagenet[1] - paper.CLIP_B32_IN1K:+.1f})",
+            None,
+            notebook="benchmark",
+            better=STUDENT,
+            reference=C_BIG,
+            margin=MARGINS["D1"],
+        ),
+        Claim(
+            "D1_linear",
+            "... on the linear probe (avg7 linear, within 2 pp)",
+            "README; abstract",
+            "equivalence",
+            LP7,
+            f"ELEVATER LP {readme[2]} (README); CLIP-ViT-B/32's is not in our sources ('on par', abstract)",
+            None,
+            notebook="benchmark",
+            better=STUDENT,
+            reference=C_BIG,
+            margin=MARGINS["D1"],
+        ),
+        Claim(
+            "D1_small",
+            "The student beats CLIP trained contrastively on its own (paired) image corpus",
+            "Supp E, Fig. 3(b); Supp Tab. 3",
+            "direction",
+            ZS7,
+            *_pp(imagenet[4], imagenet[3], "Swin-T on IN-21K, ImageNet: DIME-FM vs UniCL*"),
+            notebook="benchmark",
+            better=STUDENT,
+            reference=C_SMALL,
+        ),
+        Claim(
+            "D2",
+            "Paired loading gives no gain over unpaired loading (zero-shot, within 1 pp)",
+            "Supp D, Tab. 2",
+            "equivalence",
+            ZS7,
+            *d2["ELEVATER ZS"],
+            notebook="benchmark",
+            better=PAIRED,
+            reference=STUDENT,
+            margin=MARGINS["D2"],
+        ),
+        Claim(
+            "D2_in1k",
+            "... on the ImageNet stand-in (within 1 pp)",
+            "Supp D, Tab. 2",
+            "equivalence",
+            IN1K,
+            *d2["IN-1K ZS"],
+            notebook="benchmark",
+            better=PAIRED,
+            reference=STUDENT,
+            margin=MARGINS["D2"],
+        ),
+        Claim(
+            "D2_linear",
+            "... on the linear probe (within 1 pp)",
+            "Supp D, Tab. 2",
+            "equivalence",
+            LP7,
+            *d2["ELEVATER LP"],
+            notebook="benchmark",
+            better=PAIRED,
+            reference=STUDENT,
+            margin=MARGINS["D2"],
+        ),
+        Claim(
+            "D3",
+            "Basic augmentation (crop, flip) beats heavy augmentation for the student",
+            "Supp A.1",
+            "direction",
+            ZS7,
+            "no numbers ('more advanced data augmentations ... harm the distillation')",
+            None,
+            notebook="benchmark",
+            better=STUDENT,
+            reference=AUG_HEAVY,
+        ),
+        Claim(
+            "D4",
+            "The student falls behind CLIP of its size where its images hold no conceptually related (CR) "
+            "image: its deficit on the held-out colours exceeds its deficit on the seen ones",
+            "Supp E, Fig. 3(a)",
+            "interaction",
+            "colour per-colour zero-shot: seen - held-out",
+            "worse on 5 of 21 sets (PCam, MNIST, FER-2013, Cars, KITTI): few CR images or a poor teacher",
+            None,
+            notebook="coverage",
+            terms=(
+                (1, COVERAGE_NONE, SEEN_ZS),
+                (-1, C_BIG, SEEN_ZS),
+                (-1, COVERAGE_NONE, HELD_OUT_ZS),
+                (1, C_BIG, HELD_OUT_ZS),
+            ),
+        ),
+        Claim(
+            "D4_teacher",
+            "The student is poor where its teacher is poor: its per-shape zero-shot follows the "
+            "teacher's (Spearman rho > 0 in every seed)",
+            "Supp E, Fig. 3(a)",
+            "correlation",
+            "shapes24 per-shape zero-shot",
+            "PCam, KITTI: the teacher itself is poor",
+            None,
+            notebook="coverage",
+            better=STUDENT,
+            reference=TEACHER,
+            keys=SHAPE_KEYS,
+            percent=False,
+        ),
+        Claim(
+            "D4_teacher_vs_clip",
+            "... and follows its teacher more than it follows a CLIP of its size trained on "
+            "the teacher's data (rho(teacher) - rho(C_big))",
+            "Supp E, Fig. 3(a) (our control)",
+            "correlation",
+            "shapes24 per-shape zero-shot",
+            "no such control in the paper",
+            None,
+            notebook="coverage",
+            better=STUDENT,
+            reference=TEACHER,
+            control=C_BIG,
+            keys=SHAPE_KEYS,
+            percent=False,
+        ),
+        Claim(
+            "D5_none",
+            "Without CR images of a concept, distillation beats contrastive training on the same images",
+            "Supp E, Fig. 3(b, c); Supp Tab. 3",
+            "direction",
+            HELD_OUT_ZS,
+            f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images (IN-21K: DIME-FM vs UniCL*)",
+            (imagenet[4] - imagenet[3]) / 100,
+            notebook="coverage",
+            better=COVERAGE["student"]["none"],
+            reference=COVERAGE["C_small"]["none"],
+        ),
+        Claim(
+            "D5",
+            "With few CR images (10 per held-out colour), distillation beats contrastive training on the same images",
+            "Supp E, Fig. 3(b, c); Supp Tab. 3",
+            "direction",
+            HELD_OUT_ZS,
+            "no point at a few CR images; the gains shrink as CR images grow (ImageNet +8.1 pp with IN-21K, "
+            "+1.3 pp with YFCC-14M added)",
+            None,
+            notebook="coverage",
+            better=COVERAGE["student"][FEW],
+            reference=COVERAGE["C_small"][FEW],
+        ),
+        Claim(
+            "D5_gap",
+            "... and by more than with many CR images (1,000 per held-out colour)",
+            "Supp E, Fig. 3(b, c); Supp Tab. 3",
+            "interaction",
+            HELD_OUT_ZS,
+            f"ImageNet +{imagenet[4] - imagenet[3]:.1f} pp with 0 CR images, +{imagenet[7] - imagenet[6]:.1f} pp "
+            "with 1.3M (+ YFCC); the gaps shrink on 13 of 19 sets, grow on 6",
+            None,
+            notebook="coverage",
+            terms=(
+                (1, COVERAGE["student"][FEW], HELD_OUT_ZS),
+                (-1, COVERAGE["C_small"][FEW], HELD_OUT_ZS),
+                (-1, COVERAGE["student"][MANY], HELD_OUT_ZS),
+                (1, COVERAGE["C_small"][MANY], HELD_OUT_ZS),
+            ),
+        ),
+        Claim(
+            "D6a",
+            "A clear modality gap: every image-text MMD exceeds every text-text MMD",
+            "Supp F, Fig. 4",
+            "every_draw",
+            "MMD^2 (teacher space)",
+            "values only in the figure",
+            None,
+            notebook="components",
+            check="gap",
+        ),
+        Claim(
+            "D6b",
+            "The constructed corpus is closer to the captions than the NLP corpus is",
+            "Supp F, Fig. 4",
+            "every_draw",
+            "MMD^2 (teacher space)",
+            "values only in the figure",
+            None,
+            notebook="components",
+            check="captions",
+        ),
+        Claim(
+            "D6c",
+            "The constructed corpus is closer to the image corpus than the NLP corpus is",
+            "Supp F, Fig. 4",
+            "every_draw",
+            "MMD^2 (teacher space)",
+            "values only in the figure",
+            None,
+            notebook="components",
+            check="images",
+        ),
     ]
     for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
         claims += [
-            Claim(f"D7_{setting}", f"L_p-vl helps: lambda1 in {{0.3, 0.9}} beats lambda1 = 0, setting {name}",
-                  "Supp G, Fig. 5(a)", "best_of", SHAPES_A, "curves only ('lambda1 <= 0.9 ... better ... in all "
-                  "three settings')", None, notebook="components", reference=sweep[setting][0.0],
-                  candidates=(sweep[setting][0.3], sweep[setting][0.9])),
-            Claim(f"D7_drop_{setting}", f"A dramatic drop at lambda1 = 1 (0.9 beats 1.0), setting {name}",
-                  "Supp G, Fig. 5(a)", "direction", SHAPES_A, "curves only ('dramatic performance drop')", None,
-                  notebook="components", better=sweep[setting][0.9], reference=sweep[setting][1.0]),
+            Claim(
+                f"D7_{setting}",
+                f"L_p-vl helps: lambda1 in {{0.3, 0.9}} beats lambda1 = 0, setting {name}",
+                "Supp G, Fig. 5(a)",
+                "best_of",
+                SHAPES_A,
+                "curves only ('lambda1 <= 0.9 ... better ... in all three settings')",
+                None,
+                notebook="components",
+                reference=sweep[setting][0.0],
+                candidates=(sweep[setting][0.3], sweep[setting][0.9]),
+            ),
+            Claim(
+                f"D7_drop_{setting}",
+                f"A dramatic drop at lambda1 = 1 (0.9 beats 1.0), setting {name}",
+                "Supp G, Fig. 5(a)",
+                "direction",
+                SHAPES_A,
+                "curves only ('dramatic performance drop')",
+                None,
+                notebook="components",
+                better=sweep[setting][0.9],
+                reference=sweep[setting][1.0],
+            ),
         ]
     for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
-        claims.append(Claim(f"D8_{setting}", f"Intra-batch pseudo texts beat inter-batch ones, setting {name}",
-                            "Supp G", "direction", SHAPES_A, "curves only", None, notebook="components",
-                            better=sweep[setting][LAMBDA1], reference=INTER[setting]))
+        claims.append(
+            Claim(
+                f"D8_{setting}",
+                f"Intra-batch pseudo texts beat inter-batch ones, setting {name}",
+                "Supp G",
+                "direction",
+                SHAPES_A,
+                "curves only",
+                None,
+                notebook="components",
+                better=sweep[setting][LAMBDA1],
+                reference=INTER[setting],
+            )
+        )
     claims += [
-        Claim("D9", "L_p-vl without class names (setting 2, lambda1 = 0.3) beats class-name prompts with L_vl "
-                    "only (setting 3, lambda1 = 0)", "Supp G, Fig. 5(a)", "direction", SHAPES_A,
-              "curves only ('lambda1 > 0 in setting (2) is better than ... lambda1 = 0 in setting (3)')", None,
-              notebook="components", better=sweep["independent"][LAMBDA1], reference=PARTIAL),
+        Claim(
+            "D9",
+            "L_p-vl without class names (setting 2, lambda1 = 0.3) beats class-name prompts with L_vl "
+            "only (setting 3, lambda1 = 0)",
+            "Supp G, Fig. 5(a)",
+            "direction",
+            SHAPES_A,
+            "curves only ('lambda1 > 0 in setting (2) is better than ... lambda1 = 0 in setting (3)')",
+            None,
+            notebook="components",
+            better=sweep["independent"][LAMBDA1],
+            reference=PARTIAL,
+        ),
     ]
     udist = {st: {r.lambda2: r for r in rows} for st, rows in LAMBDA2.items()}
     with_pvl = {r.lambda2: r for r in LAMBDA2_WITH_PVL}
     for setting, name in (("covered", "(1) covered"), ("independent", "(2) independent")):
         claims += [
-            Claim(f"D10_{setting}", f"L_udist helps zero-shot: lambda2 = 1 beats lambda2 = 0 (lambda1 = 0), "
-                                    f"setting {name}", "Supp G, Fig. 5(b)", "direction", SHAPES_A,
-                  "curves only ('L_udist ... improves the zero-shot performance on ELEVATER')", None,
-                  notebook="components", better=udist[setting][1.0], reference=udist[setting][0.0]),
-            Claim(f"D10_in1k_{setting}", f"Large lambda2 hurts the ImageNet stand-in: the better of lambda2 in "
-                                         f"{{0, 1}} beats lambda2 = 5, setting {name}", "Supp G, Fig. 5(b)",
-                  "best_of", IN1K, "curves only ('a large lambda2 hurts ... ImageNet')", None, notebook="components",
-                  reference=udist[setting][5.0], candidates=(udist[setting][0.0], udist[setting][1.0])),
+            Claim(
+                f"D10_{setting}",
+                f"L_udist helps zero-shot: lambda2 = 1 beats lambda2 = 0 (lambda1 = 0), setting {name}",
+                "Supp G, Fig. 5(b)",
+                "direction",
+                SHAPES_A,
+                "curves only ('L_udist ... improves the zero-shot performance on ELEVATER')",
+                None,
+                notebook="components",
+                better=udist[setting][1.0],
+                reference=udist[setting][0.0],
+            ),
+            Claim(
+                f"D10_in1k_{setting}",
+                f"Large lambda2 hurts the ImageNet stand-in: the better of lambda2 in "
+                f"{{0, 1}} beats lambda2 = 5, setting {name}",
+                "Supp G, Fig. 5(b)",
+                "best_of",
+                IN1K,
+                "curves only ('a large lambda2 hurts ... ImageNet')",
+                None,
+                notebook="components",
+                reference=udist[setting][5.0],
+                candidates=(udist[setting][0.0], udist[setting][1.0]),
+            ),
         ]
     claims += [
-        Claim("D10_setting", "L_udist helps more in setting (2) than in (1): gain(lambda2 = 1) in (2) minus in (1)",
-              "Supp G, Fig. 5(b)", "interaction", SHAPES_A, "curves only ('more effective in setting (2)')", None,
-              notebook="components", terms=((1, udist["independent"][1.0], SHAPES_A),
-                                            (-1, udist["independent"][0.0], SHAPES_A),
-                                            (-1, udist["covered"][1.0], SHAPES_A), (1, udist["covered"][0.0], SHAPES_A))),
-        Claim("D10_with_pvl", "L_udist helps less together with L_p-vl: gain(lambda2 = 1) at lambda1 = 0 minus at "
-                              "lambda1 = 0.3, setting (1)", "main Tab. 1 (via the fact sheet); Supp G", "interaction",
-              SHAPES_A, "main Tab. 1, not in our sources", None, notebook="components",
-              terms=((1, udist["covered"][1.0], SHAPES_A), (-1, udist["covered"][0.0], SHAPES_A),
-                     (-1, with_pvl[1.0], SHAPES_A), (1, with_pvl[0.0], SHAPES_A))),
-        Claim("D11", "The student is as robust as CLIP of its size (robust4 zero-shot, not below by 1 pp)",
-              "Supp Tab. 4", "noninferiority", ROBUST,
-              *_pp(round(captions, 2), round(clip_b32, 2), "Supp Tab. 4, captions student vs CLIP-ViT-B/32"),
-              notebook="benchmark", better=STUDENT, reference=C_BIG, margin=NONINFERIORITY_MARGIN),
-        Claim("D11_texts", "Selected (constructed) texts give a more robust student than captions",
-              "Supp Tab. 4", "direction", ROBUST,
-              *_pp(round(nlp, 2), round(captions, 2), "Supp Tab. 4 from its cells (printed 50.2 vs 49.4)"),
-              notebook="benchmark", better=CONSTRUCTED, reference=STUDENT),
+        Claim(
+            "D10_setting",
+            "L_udist helps more in setting (2) than in (1): gain(lambda2 = 1) in (2) minus in (1)",
+            "Supp G, Fig. 5(b)",
+            "interaction",
+            SHAPES_A,
+            "curves only ('more effective in setting (2)')",
+            None,
+            notebook="components",
+            terms=(
+                (1, udist["independent"][1.0], SHAPES_A),
+                (-1, udist["independent"][0.0], SHAPES_A),
+                (-1, udist["covered"][1.0], SHAPES_A),
+                (1, udist["covered"][0.0], SHAPES_A),
+            ),
+        ),
+        Claim(
+            "D10_with_pvl",
+            "L_udist helps less together with L_p-vl: gain(lambda2 = 1) at lambda1 = 0 minus at "
+            "lambda1 = 0.3, setting (1)",
+            "main Tab. 1 (via the fact sheet); Supp G",
+            "interaction",
+            SHAPES_A,
+            "main Tab. 1, not in our sources",
+            None,
+            notebook="components",
+            terms=(
+                (1, udist["covered"][1.0], SHAPES_A),
+                (-1, udist["covered"][0.0], SHAPES_A),
+                (-1, with_pvl[1.0], SHAPES_A),
+                (1, with_pvl[0.0], SHAPES_A),
+            ),
+        ),
+        Claim(
+            "D11",
+            "The student is as robust as CLIP of its size (robust4 zero-shot, not below by 1 pp)",
+            "Supp Tab. 4",
+            "noninferiority",
+            ROBUST,
+            *_pp(round(captions, 2), round(clip_b32, 2), "Supp Tab. 4, captions student vs CLIP-ViT-B/32"),
+            notebook="benchmark",
+            better=STUDENT,
+            reference=C_BIG,
+            margin=NONINFERIORITY_MARGIN,
+        ),
+        Claim(
+            "D11_texts",
+            "Selected (constructed) texts give a more robust student than captions",
+            "Supp Tab. 4",
+            "direction",
+            ROBUST,
+            *_pp(round(nlp, 2), round(captions, 2), "Supp Tab. 4 from its cells (printed 50.2 vs 49.4)"),
+            notebook="benchmark",
+            better=CONSTRUCTED,
+            reference=STUDENT,
+        ),
     ]
     return claims
 
@@ -639,12 +1013,15 @@ def mmd_checks(record: dict | None) -> dict[str, tuple[list[tuple[bool, bool]], 
         return None
     frames = mmd_frames(record)
     draws = len(frames[MMD_KERNELS[0]])
-    return {check: ([mmd_check(f, check) for k in MMD_KERNELS for f in frames[k]], draws, "(kernel, draw)")
-            for check in MMD_CHECKS}
+    return {
+        check: ([mmd_check(f, check) for k in MMD_KERNELS for f in frames[k]], draws, "(kernel, draw)")
+        for check in MMD_CHECKS
+    }
 
 
-def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = None,
-                 mmd: dict | None = None) -> pd.DataFrame:
+def claims_table(
+    results: Mapping[Row, Sequence[dict]], notebook: str | None = None, mmd: dict | None = None
+) -> pd.DataFrame:
     """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}`` (and the MMD
     record): the same lines as the scorecard's, indexed by claim id."""
     return _claims_table(CLAIMS, results, PAPER, notebook, CLAIM_NOTEBOOKS, mmd_checks(mmd))
@@ -657,6 +1034,9 @@ def claims(scale: str = "laptop") -> list[dict[str, Any]]:
 
 def not_run_table() -> pd.DataFrame:
     """The claims this chapter does not run, and why (none at present: the frame is empty)."""
-    lines = [{"id": c.id, "claim": c.text, "source": c.source, "why not run": c.reason}
-             for c in CLAIMS if c.kind == "not_run"]
+    lines = [
+        {"id": c.id, "claim": c.text, "source": c.source, "why not run": c.reason}
+        for c in CLAIMS
+        if c.kind == "not_run"
+    ]
     return pd.DataFrame(lines, columns=["id", "claim", "source", "why not run"]).set_index("id")

@@ -28,8 +28,10 @@ NUMBERS: dict[str, Any] = {
 
 # Official README: the released Distill-ViT-B/32 checkpoints (teacher CLIP-ViT-L/14). None = not reported.
 README_COLUMNS = ("IN-1K ZS", "ELEVATER ZS", "ELEVATER LP", "robustness")
-README = {"NLP texts": (66.5, 56.4, 79.2, 50.2),
-          "IN-21K prompts + captions + downstream prompts": (66.1, 57.7, 79.4, None)}
+README = {
+    "NLP texts": (66.5, 56.4, 79.2, 50.2),
+    "IN-21K prompts + captions + downstream prompts": (66.1, 57.7, 79.4, None),
+}
 # OpenAI's published ImageNet zero-shot top-1 of CLIP-ViT-B/32: not in the DIME-FM sources (main_facts.md, for
 # orientation only); the abstract says the student is "on par" with it.
 CLIP_B32_IN1K = 63.2
@@ -37,9 +39,13 @@ CLIP_B32_IN1K = 63.2
 # Supp E: ELEVATER zero-shot over the 18 sets without PatchCamelyon and KITTI (the teacher is poor on both)
 SUPP_E = {"Distill-ViT-B/32": 61.03, "CLIP-ViT-B/32": 60.95}
 # Supp E, Fig. 3(a): where the student is clearly worse than CLIP-ViT-B/32, and the reason the supplement gives
-SUPP_E_WORSE = {"PatchCamelyon": "poor teacher", "KITTI Distance": "poor teacher",
-                "MNIST": "few conceptually-related images", "FER-2013": "few conceptually-related images",
-                "Stanford Cars": "few conceptually-related images"}
+SUPP_E_WORSE = {
+    "PatchCamelyon": "poor teacher",
+    "KITTI Distance": "poor teacher",
+    "MNIST": "few conceptually-related images",
+    "FER-2013": "few conceptually-related images",
+    "Stanford Cars": "few conceptually-related images",
+}
 
 # Supp D, Table 2 (GCC-3M): paired vs unpaired loading
 TABLE2_COLUMNS = ("ELEVATER ZS", "IN-1K ZS", "ELEVATER LP")
@@ -48,8 +54,16 @@ TABLE2 = {"Unpaired": (38.6, 39.0, 68.2), "Paired": (38.8, 38.3, 68.0)}
 # Supp H, Table 3: conceptually-related (CR) images and zero-shot accuracy per data set. Columns: ViT-B/32 (CR,
 # DIME-FM); Swin-T on IN-21K (CR, UniCL*, DIME-FM); Swin-T on IN-21K + YFCC-14M (CR, UniCL*, DIME-FM). CR counts
 # are kept as printed (text); "-" = not given.
-TABLE3_COLUMNS = ("ViT-B/32 CR", "ViT-B/32 DIME-FM", "IN-21K CR", "IN-21K UniCL*", "IN-21K DIME-FM",
-                  "IN-21K+YFCC CR", "IN-21K+YFCC UniCL*", "IN-21K+YFCC DIME-FM")
+TABLE3_COLUMNS = (
+    "ViT-B/32 CR",
+    "ViT-B/32 DIME-FM",
+    "IN-21K CR",
+    "IN-21K UniCL*",
+    "IN-21K DIME-FM",
+    "IN-21K+YFCC CR",
+    "IN-21K+YFCC UniCL*",
+    "IN-21K+YFCC DIME-FM",
+)
 TABLE3 = {
     "Hateful Memes": ("3.1K", 54.4, "80", 53.9, 53.1, "322", 52.9, 53.6),
     "PatchCamelyon": ("158", 52.9, "0", 49.6, 52.9, "15", 51.5, 50.4),
@@ -76,9 +90,11 @@ TABLE3 = {
 
 # Supp H, Table 4: robustness, zero-shot top-1 on ImageNet's distribution shifts, and the printed average
 TABLE4_COLUMNS = ("ImageNet-v2", "ImageNet-R", "ObjectNet", "ImageNet-Sketch", "ImageNet-A", "Average")
-TABLE4 = {"CLIP-ViT-B/32": (55.9, 69.0, 44.2, 42.3, 31.5, 48.6),
-          "Distill-ViT-B/32 (Captions)": (57.5, 69.7, 42.5, 45.7, 31.6, 49.4),
-          "Distill-ViT-B/32 (NLP Texts)": (58.9, 69.8, 43.2, 46.5, 32.2, 50.2)}
+TABLE4 = {
+    "CLIP-ViT-B/32": (55.9, 69.0, 44.2, 42.3, 31.5, 48.6),
+    "Distill-ViT-B/32 (Captions)": (57.5, 69.7, 42.5, 45.7, 31.6, 49.4),
+    "Distill-ViT-B/32 (NLP Texts)": (58.9, 69.8, 43.2, 46.5, 32.2, 50.2),
+}
 
 # What the sources get wrong or leave open; the chapter names each where it uses the number.
 SOURCE_DEFECTS = [

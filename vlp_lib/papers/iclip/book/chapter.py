@@ -23,8 +23,9 @@ Every row is trained with the same seeds on the same pairs; the seed fixes initi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,12 +41,39 @@ from vlp_lib.papers.iclip.book import paper
 from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=128, class_images=256, unit_epochs=1, batch_size=32, task_test=40, retrieval_images=20,
-                  seeds=(0, 1), lr=1e-3, warmup_fraction=0.1),
-    "laptop": dict(train_size=10_240, class_images=20_480, unit_epochs=4, batch_size=128, task_test=1_000,
-                   retrieval_images=500, seeds=(0, 1, 2), lr=2e-3, warmup_fraction=0.1),
-    "paper": dict(train_size=2_500_000, class_images=5_000_000, unit_epochs=8, batch_size=4_096, task_test=10_000,
-                  retrieval_images=5_000, seeds=(0, 1, 2), lr=5e-4, warmup_fraction=0.1),
+    "smoke": dict(
+        train_size=128,
+        class_images=256,
+        unit_epochs=1,
+        batch_size=32,
+        task_test=40,
+        retrieval_images=20,
+        seeds=(0, 1),
+        lr=1e-3,
+        warmup_fraction=0.1,
+    ),
+    "laptop": dict(
+        train_size=10_240,
+        class_images=20_480,
+        unit_epochs=4,
+        batch_size=128,
+        task_test=1_000,
+        retrieval_images=500,
+        seeds=(0, 1, 2),
+        lr=2e-3,
+        warmup_fraction=0.1,
+    ),
+    "paper": dict(
+        train_size=2_500_000,
+        class_images=5_000_000,
+        unit_epochs=8,
+        batch_size=4_096,
+        task_test=10_000,
+        retrieval_images=5_000,
+        seeds=(0, 1, 2),
+        lr=5e-4,
+        warmup_fraction=0.1,
+    ),
 }
 CONTEXT_LENGTH = 32  # spec 3.2: prompt + name + the longest definition ("letter f") take 25 tokens
 CLASS_SEED = 2_001  # the class-only world's seed (below the tasks' seeds, apart from every training world)
@@ -100,11 +128,22 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     epochs = sizes["unit_epochs"] * (FULL_FACTOR["epochs"] if row.full else 1)
     steps = int(epochs * (sizes["train_size"] // sizes["batch_size"]))
     return experiment.make_config(
-        scale, method=row.method, seed=seed, train_size=sizes["train_size"], epochs=epochs,
-        batch_size=sizes["batch_size"], lr=sizes["lr"], warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
-        augmentation="none", context_length=CONTEXT_LENGTH, task_test=sizes["task_test"],
-        retrieval_images=sizes["retrieval_images"], eval_tasks=EVAL_TASKS, eval_probes=False,
-        method_kwargs=row.method_kwargs(sizes["class_images"]))
+        scale,
+        method=row.method,
+        seed=seed,
+        train_size=sizes["train_size"],
+        epochs=epochs,
+        batch_size=sizes["batch_size"],
+        lr=sizes["lr"],
+        warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
+        augmentation="none",
+        context_length=CONTEXT_LENGTH,
+        task_test=sizes["task_test"],
+        retrieval_images=sizes["retrieval_images"],
+        eval_tasks=EVAL_TASKS,
+        eval_probes=False,
+        method_kwargs=row.method_kwargs(sizes["class_images"]),
+    )
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
@@ -149,19 +188,28 @@ def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) 
 # --------------------------------------------------------------------------------------------------------------
 # zero-shot with definition-enhanced prompts (spec 3.2: report both; whether iCLIP evaluates so is unverified)
 
+
 def prompt_table(results: dict[Row, list[dict]], rows: Sequence[Row]) -> pd.DataFrame:
     """Per row: shapes10 zero-shot (%) with plain and with definition-enhanced prompts, mean ± std over seeds."""
     lines = []
     for row in rows:
         values = [evaluations.prompt_zero_shot(r) for r in results[row]]
-        lines.append({"row": row.label, **{k: f"{100 * np.mean([v[k] for v in values]):.1f} ± "
-                                               f"{100 * np.std([v[k] for v in values], ddof=1) if len(values) > 1 else 0:.1f}"
-                                           for k in ("plain", "definitions")}})
+        lines.append(
+            {
+                "row": row.label,
+                **{
+                    k: f"{100 * np.mean([v[k] for v in values]):.1f} ± "
+                    f"{100 * np.std([v[k] for v in values], ddof=1) if len(values) > 1 else 0:.1f}"
+                    for k in ("plain", "definitions")
+                },
+            }
+        )
     return pd.DataFrame(lines).set_index("row")
 
 
 # --------------------------------------------------------------------------------------------------------------
 # the chapter's claims, as data (spec section 3.1: I1-I5), judged on stored runs (nothing is trained here)
+
 
 def _gains(column: int) -> str:
     gains = [paper.table1_gain(r, column) for r in RATIOS]
@@ -178,48 +226,145 @@ def _claims() -> list[Claim]:
     sweep = tuple(SWEEP.values())
     grid = tuple((r, row) for r, row in SWEEP.items())
     out = [
-        Claim("I1_zs", "Every classification share (10-90%) beats CLIP on IN-1K zero-shot at equal samples",
-              "Supp Tab. 1", "every", IN1K, _gains(0), notebook="ratio", reference=CLIP, candidates=sweep),
-        Claim("I1_ir", "... and on COCO image retrieval (R@1)", "Supp Tab. 1", "every", COCO_IR, _gains(1),
-              notebook="ratio", reference=CLIP, candidates=sweep),
-        Claim("I1_tr", "... and on COCO text retrieval (R@1)", "Supp Tab. 1", "every", COCO_TR, _gains(2),
-              notebook="ratio", reference=CLIP, candidates=sweep),
-        Claim("I2_zs", "The sweet spot is 50:50 (IN-1K zero-shot): best at 0.5 or a neighbour, above 90%",
-              "Supp A, Tab. 1", "sweep", IN1K, f"best at 50% ({paper.TABLE1[0.5][0]}); 50% - 90%: "
-              f"{paper.TABLE1[0.5][0] - paper.TABLE1[0.9][0]:+.1f} pp", notebook="ratio", grid=grid,
-              paper_best=0.5, endpoint=0.9),
-        Claim("I2_zs_low", "... and above 10% (IN-1K zero-shot)", "Supp A, Tab. 1", "sweep", IN1K,
-              f"50% - 10%: {paper.TABLE1[0.5][0] - paper.TABLE1[0.1][0]:+.1f} pp", notebook="ratio", grid=grid,
-              paper_best=0.5, endpoint=0.1),
-        Claim("I2_ir", "The sweet spot is 50:50 on COCO image retrieval too", "Supp A, Tab. 1", "sweep", COCO_IR,
-              f"best at 50% ({paper.TABLE1[0.5][1]}); 50% - 90%: {paper.TABLE1[0.5][1] - paper.TABLE1[0.9][1]:+.1f}"
-              f" pp", notebook="ratio", grid=grid, paper_best=0.5, endpoint=0.9),
-        Claim("I2_tr", "... but text retrieval peaks at 25% IN-21K (Tab. 1 itself)", "Supp Tab. 1", "sweep", COCO_TR,
-              f"best at 25% ({paper.TABLE1[0.25][2]} > {paper.TABLE1[0.5][2]} at 50%); 25% - 90%: "
-              f"{paper.TABLE1[0.25][2] - paper.TABLE1[0.9][2]:+.1f} pp", notebook="ratio", grid=grid,
-              paper_best=0.25, endpoint=0.9),
-        Claim("I3", "Robust to the ratio: even the worst share beats CLIP (IN-1K zero-shot)", "Supp A",
-              "every", IN1K, f"spread {max(v[0] for r, v in paper.TABLE1.items() if r) - min(v[0] for r, v in paper.TABLE1.items() if r):.1f} pp "
-              f"over 10-90%, every share >= {min(v[0] for r, v in paper.TABLE1.items() if r)} vs CLIP 30.1",
-              notebook="ratio", reference=CLIP, candidates=sweep),
+        Claim(
+            "I1_zs",
+            "Every classification share (10-90%) beats CLIP on IN-1K zero-shot at equal samples",
+            "Supp Tab. 1",
+            "every",
+            IN1K,
+            _gains(0),
+            notebook="ratio",
+            reference=CLIP,
+            candidates=sweep,
+        ),
+        Claim(
+            "I1_ir",
+            "... and on COCO image retrieval (R@1)",
+            "Supp Tab. 1",
+            "every",
+            COCO_IR,
+            _gains(1),
+            notebook="ratio",
+            reference=CLIP,
+            candidates=sweep,
+        ),
+        Claim(
+            "I1_tr",
+            "... and on COCO text retrieval (R@1)",
+            "Supp Tab. 1",
+            "every",
+            COCO_TR,
+            _gains(2),
+            notebook="ratio",
+            reference=CLIP,
+            candidates=sweep,
+        ),
+        Claim(
+            "I2_zs",
+            "The sweet spot is 50:50 (IN-1K zero-shot): best at 0.5 or a neighbour, above 90%",
+            "Supp A, Tab. 1",
+            "sweep",
+            IN1K,
+            f"best at 50% ({paper.TABLE1[0.5][0]}); 50% - 90%: {paper.TABLE1[0.5][0] - paper.TABLE1[0.9][0]:+.1f} pp",
+            notebook="ratio",
+            grid=grid,
+            paper_best=0.5,
+            endpoint=0.9,
+        ),
+        Claim(
+            "I2_zs_low",
+            "... and above 10% (IN-1K zero-shot)",
+            "Supp A, Tab. 1",
+            "sweep",
+            IN1K,
+            f"50% - 10%: {paper.TABLE1[0.5][0] - paper.TABLE1[0.1][0]:+.1f} pp",
+            notebook="ratio",
+            grid=grid,
+            paper_best=0.5,
+            endpoint=0.1,
+        ),
+        Claim(
+            "I2_ir",
+            "The sweet spot is 50:50 on COCO image retrieval too",
+            "Supp A, Tab. 1",
+            "sweep",
+            COCO_IR,
+            f"best at 50% ({paper.TABLE1[0.5][1]}); 50% - 90%: {paper.TABLE1[0.5][1] - paper.TABLE1[0.9][1]:+.1f} pp",
+            notebook="ratio",
+            grid=grid,
+            paper_best=0.5,
+            endpoint=0.9,
+        ),
+        Claim(
+            "I2_tr",
+            "... but text retrieval peaks at 25% IN-21K (Tab. 1 itself)",
+            "Supp Tab. 1",
+            "sweep",
+            COCO_TR,
+            f"best at 25% ({paper.TABLE1[0.25][2]} > {paper.TABLE1[0.5][2]} at 50%); 25% - 90%: "
+            f"{paper.TABLE1[0.25][2] - paper.TABLE1[0.9][2]:+.1f} pp",
+            notebook="ratio",
+            grid=grid,
+            paper_best=0.25,
+            endpoint=0.9,
+        ),
+        Claim(
+            "I3",
+            "Robust to the ratio: even the worst share beats CLIP (IN-1K zero-shot)",
+            "Supp A",
+            "every",
+            IN1K,
+            f"spread {max(v[0] for r, v in paper.TABLE1.items() if r) - min(v[0] for r, v in paper.TABLE1.items() if r):.1f} pp "
+            f"over 10-90%, every share >= {min(v[0] for r, v in paper.TABLE1.items() if r)} vs CLIP 30.1",
+            notebook="ratio",
+            reference=CLIP,
+            candidates=sweep,
+        ),
     ]
     for scale, (better, reference) in {"half": (ICLIP, UNICL), "full": (ICLIP_FULL, UNICL_FULL)}.items():
         for column, metric in RETRIEVAL_METRICS.items():
             key = column.replace(" ", "_").lower()
-            out.append(Claim(f"I4_{key}" + ("_full" if scale == "full" else ""),
-                             f"iCLIP beats UniCL on {column} R@1 ({scale} class data)", "Supp Tab. 2", "direction",
-                             metric, *_t2("iCLIP", "UniCL", scale, scale, column), notebook="unicl", better=better,
-                             reference=reference))
+            out.append(
+                Claim(
+                    f"I4_{key}" + ("_full" if scale == "full" else ""),
+                    f"iCLIP beats UniCL on {column} R@1 ({scale} class data)",
+                    "Supp Tab. 2",
+                    "direction",
+                    metric,
+                    *_t2("iCLIP", "UniCL", scale, scale, column),
+                    notebook="unicl",
+                    better=better,
+                    reference=reference,
+                )
+            )
     for name, metric in (("coco", "retrieval/mean_recall"), ("flickr", "retrieval2/mean_recall")):
-        out.append(Claim(f"I4_definitions_{name}",
-                         f"The definitions are why (Supp B): iCLIP with definitions beats iCLIP with class names "
-                         f"only ({name.upper() if name == 'coco' else 'Flickr'} mean recall)", "Supp B", "direction",
-                         metric, "no numbers (Supp B credits the gap over UniCL to 'the dictionary enhancement class "
-                         "names')", notebook="unicl", better=ICLIP, reference=NO_DEFINITIONS))
-    out.append(Claim("I5", "About OpenCLIP on average over 12 zero-shot sets, with large per-set swings",
-                     "Supp Tab. 3", "not_run", "Kornblith-12 zero-shot", f"averages {paper.TABLE3_AVERAGE}",
-                     notebook="ratio", reason="12 real data sets and other training data; the ratio page shows "
-                     "the per-task zero-shot profile of iCLIP (r = 0.5) minus CLIP, without a verdict"))
+        out.append(
+            Claim(
+                f"I4_definitions_{name}",
+                f"The definitions are why (Supp B): iCLIP with definitions beats iCLIP with class names "
+                f"only ({name.upper() if name == 'coco' else 'Flickr'} mean recall)",
+                "Supp B",
+                "direction",
+                metric,
+                "no numbers (Supp B credits the gap over UniCL to 'the dictionary enhancement class names')",
+                notebook="unicl",
+                better=ICLIP,
+                reference=NO_DEFINITIONS,
+            )
+        )
+    out.append(
+        Claim(
+            "I5",
+            "About OpenCLIP on average over 12 zero-shot sets, with large per-set swings",
+            "Supp Tab. 3",
+            "not_run",
+            "Kornblith-12 zero-shot",
+            f"averages {paper.TABLE3_AVERAGE}",
+            notebook="ratio",
+            reason="12 real data sets and other training data; the ratio page shows "
+            "the per-task zero-shot profile of iCLIP (r = 0.5) minus CLIP, without a verdict",
+        )
+    )
     return out
 
 

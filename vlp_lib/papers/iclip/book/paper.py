@@ -29,8 +29,20 @@ TABLE2: dict[tuple[str, str], tuple[float, float, float, float]] = {
 }
 
 # Supp Tab. 3: Kornblith-12 zero-shot top-1 (ViT-B/16 class models); averages as printed.
-TABLE3_DATASETS = ("Food101", "CIFAR10", "CIFAR100", "Birdsnap", "SUN397", "Stanford Cars", "FGVC Aircraft",
-                   "VOC2007", "DTD", "Oxford Pets", "Caltech101", "Flowers102")
+TABLE3_DATASETS = (
+    "Food101",
+    "CIFAR10",
+    "CIFAR100",
+    "Birdsnap",
+    "SUN397",
+    "Stanford Cars",
+    "FGVC Aircraft",
+    "VOC2007",
+    "DTD",
+    "Oxford Pets",
+    "Caltech101",
+    "Flowers102",
+)
 TABLE3: dict[str, tuple[float, ...]] = {
     "CLIP-ViT-B/16": (89.2, 91.6, 68.7, 39.1, 65.2, 65.6, 27.1, 83.9, 46.0, 88.9, 89.3, 70.4),
     "OpenCLIP-ViT-B/16": (86.1, 91.7, 71.4, 50.2, 69.4, 83.7, 17.7, 82.9, 50.8, 89.3, 91.7, 66.6),

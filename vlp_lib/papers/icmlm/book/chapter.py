@@ -27,8 +27,9 @@ Every row is trained with the same seeds on the same pairs; the seed fixes initi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -46,13 +47,47 @@ from vlp_lib.papers.icmlm.evaluations import PROXY_KIND, ZSL_KIND
 from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=128, epochs=1, batch_size=32, lr=2e-3, task_train=100, task_test=60, seeds=(0,),
-                  proxy_captions=40, zsl_splits=1, zsl_iter=20, lm=dict(captions=1_000, epochs=1),
-                  label_sizes=(50, 100), lambdas=(0.0, 0.1)),
-    "laptop": dict(train_size=5_120, epochs=2, batch_size=128, lr=2e-3, task_train=2_000, task_test=1_000,
-                   seeds=(0, 1, 2), proxy_captions=1_000, zsl_splits=2, zsl_iter=200, lm={}),
-    "paper": dict(train_size=118_000, epochs=100, batch_size=128, lr=3e-2, task_train=10_000, task_test=5_000,
-                  seeds=(0, 1, 2), proxy_captions=5_000, zsl_splits=5, zsl_iter=200, lm={}),
+    "smoke": dict(
+        train_size=128,
+        epochs=1,
+        batch_size=32,
+        lr=2e-3,
+        task_train=100,
+        task_test=60,
+        seeds=(0,),
+        proxy_captions=40,
+        zsl_splits=1,
+        zsl_iter=20,
+        lm=dict(captions=1_000, epochs=1),
+        label_sizes=(50, 100),
+        lambdas=(0.0, 0.1),
+    ),
+    "laptop": dict(
+        train_size=5_120,
+        epochs=2,
+        batch_size=128,
+        lr=2e-3,
+        task_train=2_000,
+        task_test=1_000,
+        seeds=(0, 1, 2),
+        proxy_captions=1_000,
+        zsl_splits=2,
+        zsl_iter=200,
+        lm={},
+    ),
+    "paper": dict(
+        train_size=118_000,
+        epochs=100,
+        batch_size=128,
+        lr=3e-2,
+        task_train=10_000,
+        task_test=5_000,
+        seeds=(0, 1, 2),
+        proxy_captions=5_000,
+        zsl_splits=5,
+        zsl_iter=200,
+        lm={},
+    ),
 }
 MODEL, IMAGE_SIZE = "rn-tiny", 64
 WORLD_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0)  # COCO's captions: written for the image, no web noise
@@ -91,8 +126,9 @@ class Row:
     zsl: bool = False
 
     def eval_tasks(self) -> list[str]:
-        return {"full": list(FULL_EVAL), "voc": ["objects_shift"],
-                "no_coco": ["shapes_colours", "objects_shift"]}[self.eval]
+        return {"full": list(FULL_EVAL), "voc": ["objects_shift"], "no_coco": ["shapes_colours", "objects_shift"]}[
+            self.eval
+        ]
 
     def method_kwargs(self, lm: dict[str, Any], init: RunConfig | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"label_set": self.label_set}
@@ -114,8 +150,14 @@ TP_NN = Row("TP_Postag NN (50)", pos=("NN",))
 # composition claims that need the two apart (M3_vb, M3_in1k) compare them at K = 100, where they differ
 K_COMPOSITION = 100
 TP_NN_ADJ = Row(f"TP_Postag NN+ADJ ({K_COMPOSITION})", pos=("NN", "ADJ"), k=K_COMPOSITION, eval="no_coco")
-SIZES = {k: (TP_POSTAG if k == K_DEFAULT else
-             Row(f"TP_Postag NN+ADJ+VB ({k})", k=k, eval="no_coco" if k == K_COMPOSITION else "voc")) for k in K_SWEEP}
+SIZES = {
+    k: (
+        TP_POSTAG
+        if k == K_DEFAULT
+        else Row(f"TP_Postag NN+ADJ+VB ({k})", k=k, eval="no_coco" if k == K_COMPOSITION else "voc")
+    )
+    for k in K_SWEEP
+}
 TP_ALL_COMPOSITION = SIZES[K_COMPOSITION]
 TP_CLUSTER = Row(f"TP_Cluster ({CLUSTERS})", label_set="cluster", k=CLUSTERS, eval="voc", zsl=True)
 TP_POSTAG_2X = Row("TP_Postag-2× (equal samples)", epochs=2)
@@ -123,8 +165,10 @@ TFM = Row("ICMLM_tfm (1, 1)", "icmlm", head="tfm", zsl=True)
 ATT_FC = Row("ICMLM_att-fc (1, 1)", "icmlm", head="att-fc", zsl=True)
 TFM_BIG = Row("ICMLM_tfm (2, 4)", "icmlm", head="tfm", layers=2, heads=4, eval="no_coco")
 ATT_FC_BIG = Row("ICMLM_att-fc (2, 4)", "icmlm", head="att-fc", layers=2, heads=4, eval="no_coco")
-LAMBDAS = {0.0: TFM, **{lam: Row(f"ICMLM_tfm (1, 1), λ = {lam}", "icmlm", head="tfm", lam=lam, eval="no_coco")
-                        for lam in (0.1, 1.0)}}
+LAMBDAS = {
+    0.0: TFM,
+    **{lam: Row(f"ICMLM_tfm (1, 1), λ = {lam}", "icmlm", head="tfm", lam=lam, eval="no_coco") for lam in (0.1, 1.0)},
+}
 LABEL_ROWS = [TP_LABEL, TP_NN, TP_POSTAG, TP_NN_ADJ, *SIZES.values()]
 HEAD_ROWS = [TP_POSTAG_2X, TFM, ATT_FC, TFM_BIG, ATT_FC_BIG, *LAMBDAS.values(), TP_CLUSTER]
 ROWS = list(dict.fromkeys([*LABEL_ROWS, *HEAD_ROWS]))
@@ -139,11 +183,24 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     steps = epochs * (sizes["train_size"] // sizes["batch_size"])
     init = config(TP_POSTAG, scale, seed) if row.method == "icmlm" else None
     return experiment.make_config(
-        scale, method=row.method, seed=seed, model=MODEL, image_size=IMAGE_SIZE, train_size=sizes["train_size"],
-        world_knobs=WORLD_KNOBS, epochs=epochs, batch_size=sizes["batch_size"], lr=sizes["lr"],
-        warmup_steps=max(1, int(WARMUP_FRACTION * steps)), augmentation="none", task_train=sizes["task_train"],
-        task_test=sizes["task_test"], eval_tasks=row.eval_tasks(), precision=PRECISION,
-        method_kwargs=row.method_kwargs(sizes["lm"], init))
+        scale,
+        method=row.method,
+        seed=seed,
+        model=MODEL,
+        image_size=IMAGE_SIZE,
+        train_size=sizes["train_size"],
+        world_knobs=WORLD_KNOBS,
+        epochs=epochs,
+        batch_size=sizes["batch_size"],
+        lr=sizes["lr"],
+        warmup_steps=max(1, int(WARMUP_FRACTION * steps)),
+        augmentation="none",
+        task_train=sizes["task_train"],
+        task_test=sizes["task_test"],
+        eval_tasks=row.eval_tasks(),
+        precision=PRECISION,
+        method_kwargs=row.method_kwargs(sizes["lm"], init),
+    )
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
@@ -169,10 +226,14 @@ def check_label_sizes(sizes: Any, scale: str = "laptop") -> list[int]:
     if isinstance(sizes, int) and not isinstance(sizes, bool):
         sizes = [sizes]
     top = lexicon.lexicon_size()
-    if not isinstance(sizes, (list, tuple)) or not sizes or any(
-            isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= top for k in sizes):
-        raise ValueError(f"label_sizes must be a non-empty list of integers in [1, {top}] (the world lexicon's "
-                         f"size), got {sizes!r}")
+    if (
+        not isinstance(sizes, (list, tuple))
+        or not sizes
+        or any(isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= top for k in sizes)
+    ):
+        raise ValueError(
+            f"label_sizes must be a non-empty list of integers in [1, {top}] (the world lexicon's size), got {sizes!r}"
+        )
     if len(set(sizes)) != len(sizes):
         raise ValueError(f"label_sizes must not repeat, got {sizes!r}")
     return sorted(sizes)
@@ -190,8 +251,11 @@ def check_lambdas(lambdas: Any, scale: str = "laptop") -> list[float]:
         return sorted(CHAPTER_SCALES[scale].get("lambdas", LAMBDAS))
     if isinstance(lambdas, (int, float)) and not isinstance(lambdas, bool):
         lambdas = [lambdas]
-    if not isinstance(lambdas, (list, tuple)) or not lambdas or any(
-            isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in lambdas):
+    if (
+        not isinstance(lambdas, (list, tuple))
+        or not lambdas
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in lambdas)
+    ):
         raise ValueError(f"lambdas must be a non-empty list of numbers >= 0 (λ of Eq. 8), got {lambdas!r}")
     if len(set(lambdas)) != len(lambdas):
         raise ValueError(f"lambdas must not repeat, got {lambdas!r}")
@@ -199,17 +263,20 @@ def check_lambdas(lambdas: Any, scale: str = "laptop") -> list[float]:
 
 
 def lambda_rows(lambdas: Sequence[float]) -> list[Row]:
-    return [LAMBDAS.get(v) or Row(f"ICMLM_tfm (1, 1), λ = {v}", "icmlm", head="tfm", lam=v, eval="no_coco")
-            for v in lambdas]
+    return [
+        LAMBDAS.get(v) or Row(f"ICMLM_tfm (1, 1), λ = {v}", "icmlm", head="tfm", lam=v, eval="no_coco") for v in lambdas
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------------
 # runs and their added evaluations (stored beside the run, keyed by its config)
 
+
 def _added(row: Row) -> list[tuple[str, Any]]:
     """The evaluations a row's claims read beyond its run's metrics: (record kind, compute-or-load function)."""
-    return ([(ZSL_KIND, _zsl_evaluation)] if row.zsl else []) + \
-        ([(PROXY_KIND, _proxy_evaluation)] if row.method == "icmlm" else [])
+    return ([(ZSL_KIND, _zsl_evaluation)] if row.zsl else []) + (
+        [(PROXY_KIND, _proxy_evaluation)] if row.method == "icmlm" else []
+    )
 
 
 def _zsl_sizes(record: dict) -> dict[str, int]:
@@ -241,8 +308,10 @@ def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bo
     seed]}``, the records' metrics completed by their ZSL and proxy evaluations. Every config is built, and so
     validated, before any training; an ICMLM row trains its TP_Postag start first if it is not stored."""
     results = plan.run_rows(rows, config, scale, seeds, progress)
-    return {row: [_merged(r, [evaluate(r) for _, evaluate in _added(row)]) for r in records]
-            for row, records in results.items()}
+    return {
+        row: [_merged(r, [evaluate(r) for _, evaluate in _added(row)]) for r in records]
+        for row, records in results.items()
+    }
 
 
 def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
@@ -267,8 +336,12 @@ def chance_levels(scale: str = "laptop") -> dict[str, float]:
     return {name: chance[key] for name, key in TARGETS.items()}
 
 
-def table(results: dict[Row, list[dict]], rows: Sequence[Row], metrics: dict[str, str],
-          paper_values: dict[Row, Sequence[float | None]] | None = None) -> pd.DataFrame:
+def table(
+    results: dict[Row, list[dict]],
+    rows: Sequence[Row],
+    metrics: dict[str, str],
+    paper_values: dict[Row, Sequence[float | None]] | None = None,
+) -> pd.DataFrame:
     """Per row: mean ± std over seeds of each metric (``{column: metric key}``, in percent), and the paper's value
     of each column beside it where ``paper_values`` gives one."""
     from vlp_lib.book.report import fmt, mean_std, seed_values
@@ -289,6 +362,7 @@ def table(results: dict[Row, list[dict]], rows: Sequence[Row], metrics: dict[str
 
 # --------------------------------------------------------------------------------------------------------------
 # the chapter's claims, as data (spec section 4.1: M1-M12), judged on stored runs (nothing is trained here)
+
 
 def _t1(label: str, column: int) -> float:
     return paper.TABLE1[label][column]
@@ -317,98 +391,302 @@ def _claims() -> list[Claim]:
     out = []
     for i, (name, metric) in enumerate(TARGETS.items()):
         gains = ", ".join(_gap(label, i) for label in labels)
-        out.append(Claim(f"M1_{name.lower().replace('-', '')}", f"Every TP_Postag label set beats TP_Label on {name}",
-                         "Supp Tab. 1", "every", metric, f"{gains} (NN; NN+ADJ+VB; 5K)", notebook="labels",
-                         reference=TP_LABEL, candidates=postags))
+        out.append(
+            Claim(
+                f"M1_{name.lower().replace('-', '')}",
+                f"Every TP_Postag label set beats TP_Label on {name}",
+                "Supp Tab. 1",
+                "every",
+                metric,
+                f"{gains} (NN; NN+ADJ+VB; 5K)",
+                notebook="labels",
+                reference=TP_LABEL,
+                candidates=postags,
+            )
+        )
     in1k_gap = _t1("NN + ADJ + VB (5K)", 1) - _t1("TP_Label (80)", 1)
     voc_gap = _t1("NN + ADJ + VB (5K)", 0) - _t1("TP_Label (80)", 0)
     out += [
-        Claim("M2", "The gain of TP_Postag over TP_Label is larger on IN-1K than on VOC (NN+ADJ+VB)", "Supp A",
-              "interaction", IN1K, f"{in1k_gap:+.1f} vs {voc_gap:+.1f} pp: {in1k_gap - voc_gap:+.1f} pp",
-              round((in1k_gap - voc_gap) / 100, 4), notebook="labels",
-              terms=((1, TP_POSTAG, IN1K), (-1, TP_LABEL, IN1K), (-1, TP_POSTAG, VOC), (1, TP_LABEL, VOC))),
-        Claim("M3_adj", "Adjectives help: NN+ADJ beats NN on VOC (K = 50, where NN+ADJ is NN+ADJ+VB)", "Supp Tab. 1",
-              "direction", VOC, f"{_t1('NN + ADJ (5K)', 0) - _t1('NN (5K)', 0):+.1f} pp (82.3 vs 81.8)",
-              round(_t1('NN + ADJ (5K)', 0) - _t1('NN (5K)', 0), 2) / 100, notebook="labels", better=TP_POSTAG,
-              reference=TP_NN),
-        Claim("M3_vb", f"Verbs help VOC: NN+ADJ+VB beats NN+ADJ on VOC (K = {K_COMPOSITION})", "Supp Tab. 1",
-              "direction", VOC, f"{_t1('NN + ADJ + VB (5K)', 0) - _t1('NN + ADJ (5K)', 0):+.1f} pp (82.6 vs 82.3, 5K)",
-              round(_t1('NN + ADJ + VB (5K)', 0) - _t1('NN + ADJ (5K)', 0), 2) / 100, notebook="labels",
-              better=TP_ALL_COMPOSITION, reference=TP_NN_ADJ),
-        Claim("M3_in1k", f"... but not IN-1K: NN+ADJ beats NN+ADJ+VB there (K = {K_COMPOSITION})", "Supp Tab. 1",
-              "direction", IN1K, f"{_t1('NN + ADJ (5K)', 1) - _t1('NN + ADJ + VB (5K)', 1):+.1f} pp (44.5 vs 43.9, 5K)",
-              round(_t1('NN + ADJ (5K)', 1) - _t1('NN + ADJ + VB (5K)', 1), 2) / 100, notebook="labels",
-              better=TP_NN_ADJ, reference=TP_ALL_COMPOSITION),
-        Claim("M4", "Label-set size: an inverted U on VOC, best at 5K (our K = 50), above 10K (K = 100)",
-              "Supp Tab. 1", "sweep", VOC, "1K 81.4, 2.5K 82.1, 5K 82.6, 10K 81.9: best at 5K; 5K - 10K +0.7 pp",
-              notebook="labels", grid=tuple(SIZES.items()), paper_best=K_DEFAULT, endpoint=K_SWEEP[-1]),
+        Claim(
+            "M2",
+            "The gain of TP_Postag over TP_Label is larger on IN-1K than on VOC (NN+ADJ+VB)",
+            "Supp A",
+            "interaction",
+            IN1K,
+            f"{in1k_gap:+.1f} vs {voc_gap:+.1f} pp: {in1k_gap - voc_gap:+.1f} pp",
+            round((in1k_gap - voc_gap) / 100, 4),
+            notebook="labels",
+            terms=((1, TP_POSTAG, IN1K), (-1, TP_LABEL, IN1K), (-1, TP_POSTAG, VOC), (1, TP_LABEL, VOC)),
+        ),
+        Claim(
+            "M3_adj",
+            "Adjectives help: NN+ADJ beats NN on VOC (K = 50, where NN+ADJ is NN+ADJ+VB)",
+            "Supp Tab. 1",
+            "direction",
+            VOC,
+            f"{_t1('NN + ADJ (5K)', 0) - _t1('NN (5K)', 0):+.1f} pp (82.3 vs 81.8)",
+            round(_t1("NN + ADJ (5K)", 0) - _t1("NN (5K)", 0), 2) / 100,
+            notebook="labels",
+            better=TP_POSTAG,
+            reference=TP_NN,
+        ),
+        Claim(
+            "M3_vb",
+            f"Verbs help VOC: NN+ADJ+VB beats NN+ADJ on VOC (K = {K_COMPOSITION})",
+            "Supp Tab. 1",
+            "direction",
+            VOC,
+            f"{_t1('NN + ADJ + VB (5K)', 0) - _t1('NN + ADJ (5K)', 0):+.1f} pp (82.6 vs 82.3, 5K)",
+            round(_t1("NN + ADJ + VB (5K)", 0) - _t1("NN + ADJ (5K)", 0), 2) / 100,
+            notebook="labels",
+            better=TP_ALL_COMPOSITION,
+            reference=TP_NN_ADJ,
+        ),
+        Claim(
+            "M3_in1k",
+            f"... but not IN-1K: NN+ADJ beats NN+ADJ+VB there (K = {K_COMPOSITION})",
+            "Supp Tab. 1",
+            "direction",
+            IN1K,
+            f"{_t1('NN + ADJ (5K)', 1) - _t1('NN + ADJ + VB (5K)', 1):+.1f} pp (44.5 vs 43.9, 5K)",
+            round(_t1("NN + ADJ (5K)", 1) - _t1("NN + ADJ + VB (5K)", 1), 2) / 100,
+            notebook="labels",
+            better=TP_NN_ADJ,
+            reference=TP_ALL_COMPOSITION,
+        ),
+        Claim(
+            "M4",
+            "Label-set size: an inverted U on VOC, best at 5K (our K = 50), above 10K (K = 100)",
+            "Supp Tab. 1",
+            "sweep",
+            VOC,
+            "1K 81.4, 2.5K 82.1, 5K 82.6, 10K 81.9: best at 5K; 5K - 10K +0.7 pp",
+            notebook="labels",
+            grid=tuple(SIZES.items()),
+            paper_best=K_DEFAULT,
+            endpoint=K_SWEEP[-1],
+        ),
     ]
     for head, big, small, name in (("tfm", TFM_BIG, TFM, "tfm"), ("att-fc", ATT_FC_BIG, ATT_FC, "attfc")):
-        out.append(Claim(f"M5_proxy_{name}", f"ICMLM_{head}: more layers and heads, (2, 4) vs (1, 1), lift the proxy "
-                         "task", "Supp Tab. 2", "direction", PROXY, *_t2_diff((head, 2, 4), (head, 1, 1), "Proxy"),
-                         notebook="heads", better=big, reference=small))
+        out.append(
+            Claim(
+                f"M5_proxy_{name}",
+                f"ICMLM_{head}: more layers and heads, (2, 4) vs (1, 1), lift the proxy task",
+                "Supp Tab. 2",
+                "direction",
+                PROXY,
+                *_t2_diff((head, 2, 4), (head, 1, 1), "Proxy"),
+                notebook="heads",
+                better=big,
+                reference=small,
+            )
+        )
     out += [
-        Claim("M5_in1k_tfm", "... at the expense of the target: ICMLM_tfm (1, 1) beats (2, 4) on IN-1K", "Supp Tab. 2",
-              "direction", IN1K, *_t2_diff(("tfm", 1, 1), ("tfm", 2, 4), "IN-1K"), notebook="heads", better=TFM,
-              reference=TFM_BIG),
-        Claim("M5_voc_tfm", "... and on VOC", "Supp Tab. 2", "direction", VOC,
-              *_t2_diff(("tfm", 1, 1), ("tfm", 2, 4), "VOC"), notebook="heads", better=TFM, reference=TFM_BIG),
-        Claim("M5_in1k_attfc", "ICMLM_att-fc's IN-1K rises with (2, 4) (read by the paper as overfitting at (1, 1))",
-              "Supp B, Tab. 2", "direction", IN1K, *_t2_diff(("att-fc", 2, 4), ("att-fc", 1, 1), "IN-1K"),
-              notebook="heads", better=ATT_FC_BIG, reference=ATT_FC),
-        Claim("M6_proxy", "tfm beats att-fc on the proxy task (1, 1)", "Supp Tab. 2", "direction", PROXY,
-              *_t2_diff(("tfm", 1, 1), ("att-fc", 1, 1), "Proxy"), notebook="heads", better=TFM, reference=ATT_FC),
-        Claim("M6_in1k", "tfm beats att-fc on IN-1K (1, 1)", "Supp Tab. 2", "direction", IN1K,
-              *_t2_diff(("tfm", 1, 1), ("att-fc", 1, 1), "IN-1K"), notebook="heads", better=TFM, reference=ATT_FC),
-        Claim("M6_voc", "att-fc beats tfm on VOC (1, 1)", "Supp Tab. 2", "direction", VOC,
-              *_t2_diff(("att-fc", 1, 1), ("tfm", 1, 1), "VOC"), notebook="heads", better=ATT_FC, reference=TFM),
-        Claim("M6_coco", "att-fc beats tfm on COCO (1, 1)", "Supp Tab. 2", "direction", COCO,
-              *_t2_diff(("att-fc", 1, 1), ("tfm", 1, 1), "COCO"), notebook="heads", better=ATT_FC, reference=TFM),
+        Claim(
+            "M5_in1k_tfm",
+            "... at the expense of the target: ICMLM_tfm (1, 1) beats (2, 4) on IN-1K",
+            "Supp Tab. 2",
+            "direction",
+            IN1K,
+            *_t2_diff(("tfm", 1, 1), ("tfm", 2, 4), "IN-1K"),
+            notebook="heads",
+            better=TFM,
+            reference=TFM_BIG,
+        ),
+        Claim(
+            "M5_voc_tfm",
+            "... and on VOC",
+            "Supp Tab. 2",
+            "direction",
+            VOC,
+            *_t2_diff(("tfm", 1, 1), ("tfm", 2, 4), "VOC"),
+            notebook="heads",
+            better=TFM,
+            reference=TFM_BIG,
+        ),
+        Claim(
+            "M5_in1k_attfc",
+            "ICMLM_att-fc's IN-1K rises with (2, 4) (read by the paper as overfitting at (1, 1))",
+            "Supp B, Tab. 2",
+            "direction",
+            IN1K,
+            *_t2_diff(("att-fc", 2, 4), ("att-fc", 1, 1), "IN-1K"),
+            notebook="heads",
+            better=ATT_FC_BIG,
+            reference=ATT_FC,
+        ),
+        Claim(
+            "M6_proxy",
+            "tfm beats att-fc on the proxy task (1, 1)",
+            "Supp Tab. 2",
+            "direction",
+            PROXY,
+            *_t2_diff(("tfm", 1, 1), ("att-fc", 1, 1), "Proxy"),
+            notebook="heads",
+            better=TFM,
+            reference=ATT_FC,
+        ),
+        Claim(
+            "M6_in1k",
+            "tfm beats att-fc on IN-1K (1, 1)",
+            "Supp Tab. 2",
+            "direction",
+            IN1K,
+            *_t2_diff(("tfm", 1, 1), ("att-fc", 1, 1), "IN-1K"),
+            notebook="heads",
+            better=TFM,
+            reference=ATT_FC,
+        ),
+        Claim(
+            "M6_voc",
+            "att-fc beats tfm on VOC (1, 1)",
+            "Supp Tab. 2",
+            "direction",
+            VOC,
+            *_t2_diff(("att-fc", 1, 1), ("tfm", 1, 1), "VOC"),
+            notebook="heads",
+            better=ATT_FC,
+            reference=TFM,
+        ),
+        Claim(
+            "M6_coco",
+            "att-fc beats tfm on COCO (1, 1)",
+            "Supp Tab. 2",
+            "direction",
+            COCO,
+            *_t2_diff(("att-fc", 1, 1), ("tfm", 1, 1), "COCO"),
+            notebook="heads",
+            better=ATT_FC,
+            reference=TFM,
+        ),
     ]
-    for reference, key, paper_gains, note in ((TP_POSTAG, "postag", paper.ICMLM_OVER_POSTAG, "as the paper compares"),
-                                              (TP_LABEL, "label", paper.ICMLM_OVER_LABEL, "as the paper compares"),
-                                              (TP_POSTAG_2X, "fair", None, "the verdict that counts: equal samples")):
+    for reference, key, paper_gains, note in (
+        (TP_POSTAG, "postag", paper.ICMLM_OVER_POSTAG, "as the paper compares"),
+        (TP_LABEL, "label", paper.ICMLM_OVER_LABEL, "as the paper compares"),
+        (TP_POSTAG_2X, "fair", None, "the verdict that counts: equal samples"),
+    ):
         for i, (name, metric) in enumerate(TARGETS.items()):
-            value = (f">= +{paper_gains[i]} pp (Supp B, both heads)" if paper_gains else
-                     "not in the paper (its ICMLM trains 20x the TP samples; spec 4.2, confound 4)")
-            out.append(Claim(f"M7_{key}_{name.lower().replace('-', '')}",
-                             f"ICMLM (both heads, (1, 1)) beats {reference.label} on {name} ({note})", "Supp B",
-                             "every", metric, value, notebook="heads", reference=reference, candidates=(TFM, ATT_FC)))
+            value = (
+                f">= +{paper_gains[i]} pp (Supp B, both heads)"
+                if paper_gains
+                else "not in the paper (its ICMLM trains 20x the TP samples; spec 4.2, confound 4)"
+            )
+            out.append(
+                Claim(
+                    f"M7_{key}_{name.lower().replace('-', '')}",
+                    f"ICMLM (both heads, (1, 1)) beats {reference.label} on {name} ({note})",
+                    "Supp B",
+                    "every",
+                    metric,
+                    value,
+                    notebook="heads",
+                    reference=reference,
+                    candidates=(TFM, ATT_FC),
+                )
+            )
     out += [
-        Claim("M8", "The image lifts masked-token prediction: ICMLM_tfm (1, 1) above the frozen LM alone",
-              "Supp Tab. 2 caption", "interaction", PROXY,
-              f"{_t2('tfm', 1, 1, 'Proxy') - paper.BERT_ALONE:+.1f} pp ({_t2('tfm', 1, 1, 'Proxy')} vs BERT_base "
-              f"alone {paper.BERT_ALONE})", round((_t2('tfm', 1, 1, 'Proxy') - paper.BERT_ALONE) / 100, 4),
-              notebook="heads", terms=((1, TFM, PROXY), (-1, TFM, LM_ALONE))),
-        Claim("M9_voc", "λ = 0.1 improves the targets over λ = 0 (VOC)", "Supp B", "direction", VOC,
-              "no numbers ('improve target task results')", notebook="heads", better=LAMBDAS[paper.LAMBDA_RN50], reference=TFM),
-        Claim("M9_in1k", "... and IN-1K", "Supp B", "direction", IN1K, "no numbers", notebook="heads",
-              better=LAMBDAS[paper.LAMBDA_RN50], reference=TFM),
-        Claim("M9_tp_loss", "λ = 0.1 gives a lower validation ℓ_tp than λ = 1 (its minimum with ResNet-50)",
-              "Supp B", "direction", TP_LOSS, "no numbers (λ = 0.1 minimises it for ResNet-50, 1.0 for VGG16)",
-              notebook="heads", better=LAMBDAS[1.0], reference=LAMBDAS[paper.LAMBDA_RN50], percent=False),
+        Claim(
+            "M8",
+            "The image lifts masked-token prediction: ICMLM_tfm (1, 1) above the frozen LM alone",
+            "Supp Tab. 2 caption",
+            "interaction",
+            PROXY,
+            f"{_t2('tfm', 1, 1, 'Proxy') - paper.BERT_ALONE:+.1f} pp ({_t2('tfm', 1, 1, 'Proxy')} vs BERT_base "
+            f"alone {paper.BERT_ALONE})",
+            round((_t2("tfm", 1, 1, "Proxy") - paper.BERT_ALONE) / 100, 4),
+            notebook="heads",
+            terms=((1, TFM, PROXY), (-1, TFM, LM_ALONE)),
+        ),
+        Claim(
+            "M9_voc",
+            "λ = 0.1 improves the targets over λ = 0 (VOC)",
+            "Supp B",
+            "direction",
+            VOC,
+            "no numbers ('improve target task results')",
+            notebook="heads",
+            better=LAMBDAS[paper.LAMBDA_RN50],
+            reference=TFM,
+        ),
+        Claim(
+            "M9_in1k",
+            "... and IN-1K",
+            "Supp B",
+            "direction",
+            IN1K,
+            "no numbers",
+            notebook="heads",
+            better=LAMBDAS[paper.LAMBDA_RN50],
+            reference=TFM,
+        ),
+        Claim(
+            "M9_tp_loss",
+            "λ = 0.1 gives a lower validation ℓ_tp than λ = 1 (its minimum with ResNet-50)",
+            "Supp B",
+            "direction",
+            TP_LOSS,
+            "no numbers (λ = 0.1 minimises it for ResNet-50, 1.0 for VGG16)",
+            notebook="heads",
+            better=LAMBDAS[1.0],
+            reference=LAMBDAS[paper.LAMBDA_RN50],
+            percent=False,
+        ),
     ]
     tps = (TP_LABEL, TP_POSTAG, TP_CLUSTER)
     for j, layer in enumerate(_zsl_maps()):
-        cub, awa = (paper.TABLE3["ICMLM_tfm (VG)"][j] - max(v[j] for n, v in paper.TABLE3.items() if n.startswith("TP")),
-                    paper.TABLE3["ICMLM_tfm (COCO)"][3 + j] - max(v[3 + j] for n, v in paper.TABLE3.items()
-                                                                    if n.startswith("TP")))
-        out.append(Claim(f"M10_{paper.TABLE3_LAYERS[j]}", f"ICMLM_tfm beats every TP_* on attribute ZSL "
-                         f"({paper.TABLE3_LAYERS[j]} analogue: map {layer})", "Supp C (i), Tab. 3", "every",
-                         _zsl(layer), f"over the best TP ('up to'): CUB {cub:+.1f}, AWA2 {awa:+.1f} pp",
-                         notebook="heads", better=TFM, candidates=tps))
+        cub, awa = (
+            paper.TABLE3["ICMLM_tfm (VG)"][j] - max(v[j] for n, v in paper.TABLE3.items() if n.startswith("TP")),
+            paper.TABLE3["ICMLM_tfm (COCO)"][3 + j]
+            - max(v[3 + j] for n, v in paper.TABLE3.items() if n.startswith("TP")),
+        )
+        out.append(
+            Claim(
+                f"M10_{paper.TABLE3_LAYERS[j]}",
+                f"ICMLM_tfm beats every TP_* on attribute ZSL ({paper.TABLE3_LAYERS[j]} analogue: map {layer})",
+                "Supp C (i), Tab. 3",
+                "every",
+                _zsl(layer),
+                f"over the best TP ('up to'): CUB {cub:+.1f}, AWA2 {awa:+.1f} pp",
+                notebook="heads",
+                better=TFM,
+                candidates=tps,
+            )
+        )
     last = _zsl_maps()[-1]
     out += [
-        Claim("M11_last", "At the last layer, ICMLM_att-fc falls below TP_Postag on ZSL (overfits the MLM task)",
-              "Supp C (ii), Tab. 3", "direction", _zsl(last), "CUB C-13 10.9 vs 11.5 / 11.3; AWA2 31.5 vs 32.3 / 32.4",
-              notebook="heads", better=TP_POSTAG, reference=ATT_FC),
-        Claim("M11_early", "... but not at the earlier layers: att-fc above TP_Postag (C-11 analogue)",
-              "Supp C (ii), Tab. 3", "direction", _zsl(_zsl_maps()[0]), "CUB C-11 12.1 vs 10.6 / 10.4",
-              notebook="heads", better=ATT_FC, reference=TP_POSTAG),
-        Claim("M12", "Concept match of the training corpus matters (COCO- vs VG-trained on AWA2)", "Supp C (i)",
-              "not_run", "ZSL", "tfm C-13 33.8 (COCO) vs 33.1 (VG)", notebook="heads",
-              reason="needs a second training corpus with other concepts (a 'VG-like' world); the spec marks it "
-                     "weak and optional"),
+        Claim(
+            "M11_last",
+            "At the last layer, ICMLM_att-fc falls below TP_Postag on ZSL (overfits the MLM task)",
+            "Supp C (ii), Tab. 3",
+            "direction",
+            _zsl(last),
+            "CUB C-13 10.9 vs 11.5 / 11.3; AWA2 31.5 vs 32.3 / 32.4",
+            notebook="heads",
+            better=TP_POSTAG,
+            reference=ATT_FC,
+        ),
+        Claim(
+            "M11_early",
+            "... but not at the earlier layers: att-fc above TP_Postag (C-11 analogue)",
+            "Supp C (ii), Tab. 3",
+            "direction",
+            _zsl(_zsl_maps()[0]),
+            "CUB C-11 12.1 vs 10.6 / 10.4",
+            notebook="heads",
+            better=ATT_FC,
+            reference=TP_POSTAG,
+        ),
+        Claim(
+            "M12",
+            "Concept match of the training corpus matters (COCO- vs VG-trained on AWA2)",
+            "Supp C (i)",
+            "not_run",
+            "ZSL",
+            "tfm C-13 33.8 (COCO) vs 33.1 (VG)",
+            notebook="heads",
+            reason="needs a second training corpus with other concepts (a 'VG-like' world); the spec marks it "
+            "weak and optional",
+        ),
     ]
     return out
 

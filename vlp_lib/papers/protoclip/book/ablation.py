@@ -11,8 +11,9 @@ augmentation beyond the 0.9-1 crop; the training amount (episode size x episodes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd

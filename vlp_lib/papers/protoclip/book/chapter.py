@@ -13,12 +13,13 @@ tau_y = 0.01, PBT, the external teacher (MiniLM standing in for RoBERTa) and Pro
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from vlp_lib import experiment, runs
+from vlp_lib import experiment
 from vlp_lib.book import plan
 from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead, relative_epochs: the chapter's API)
     TIMING_RULE,
@@ -127,7 +128,7 @@ class Row:
         augmentation: str = FULL_AUGMENTATION,
         units: float = 0.5,
         image_lock_fraction: float = 0.0,
-    ) -> "Row":
+    ) -> Row:
         return Row(label, method, tuple(sorted((kwargs or {}).items())), augmentation, units, image_lock_fraction)
 
 

@@ -47,14 +47,15 @@ TABLE3 = {
     "- w/o K-Means": (11.62, 44.27, 38.67, 67.22),
     "- w/o augmentation": (11.17, 44.39, 38.67, 68.75),
 }
-TABLE3_COLUMNS = ("ImageNet zero-shot", "ImageNet linear", "CIFAR & STL zero-shot avg",
-                            "CIFAR & STL linear avg")
+TABLE3_COLUMNS = ("ImageNet zero-shot", "ImageNet linear", "CIFAR & STL zero-shot avg", "CIFAR & STL linear avg")
 # Table X: ImageNet linear probe per loss combination.
-TABLE10 = {"L_CLIP": 40.98, "L_Proto": 36.89, "L_Proto + L_CLIP": 44.76,
-                     "L_Proto + L_CLIP + L_Proto^external": 46.55}
+TABLE10 = {"L_CLIP": 40.98, "L_Proto": 36.89, "L_Proto + L_CLIP": 44.76, "L_Proto + L_CLIP + L_Proto^external": 46.55}
 # Table XI: ImageNet linear, ImageNet zero-shot, MS-COCO retrieval mean recall.
-TABLE11 = {"No augmentation": (44.39, 11.17, 24.45), "SimCLR augmentation": (43.60, 10.05, 20.28),
-                     "ProtoCLIP augmentation": (46.55, 11.96, 21.65)}
+TABLE11 = {
+    "No augmentation": (44.39, 11.17, 24.45),
+    "SimCLR augmentation": (43.60, 10.05, 20.28),
+    "ProtoCLIP augmentation": (46.55, 11.96, 21.65),
+}
 # Table IV (CC2.5M, batch 512): epochs (relative epochs) -> ImageNet zero-shot top-1, top-5, linear, mean recall.
 TABLE4 = {
     ("ProtoCLIP", 16, 21.5): (20.39, 40.02, 50.47, 36.01),
@@ -63,5 +64,7 @@ TABLE4 = {
     ("CLIP", 64, 64.0): (20.34, 39.21, 51.14, 37.61),
 }
 # Table XII: STL-10 and the 10-dataset average, (ARI, AMI).
-TABLE12 = {"CLIP": {"STL10": (0.673, 0.744), "average": (0.216, 0.373)},
-                     "ProtoCLIP": {"STL10": (0.732, 0.788), "average": (0.233, 0.390)}}
+TABLE12 = {
+    "CLIP": {"STL10": (0.673, 0.744), "average": (0.216, 0.373)},
+    "ProtoCLIP": {"STL10": (0.732, 0.788), "average": (0.233, 0.390)},
+}

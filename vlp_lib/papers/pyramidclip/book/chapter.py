@@ -15,8 +15,9 @@ paper gives only the full weights of Eq. 6, all 0.25), without softening until i
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -31,12 +32,42 @@ from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
-    "smoke": dict(train_size=128, unit_epochs=1, batch_size=32, task_train=100, task_test=50, retrieval_images=30,
-                  seeds=(0, 1), lr=1e-3, warmup_fraction=0.1, detector_images=60),
-    "laptop": dict(train_size=10_240, unit_epochs=2, batch_size=128, task_train=2_000, task_test=1_000,
-                   retrieval_images=500, seeds=(0, 1, 2), lr=2e-3, warmup_fraction=0.1, detector_images=None),
-    "paper": dict(train_size=2_500_000, unit_epochs=8, batch_size=4_096, task_train=50_000, task_test=10_000,
-                  retrieval_images=5_000, seeds=(0, 1, 2), lr=5e-4, warmup_fraction=0.1, detector_images=None),
+    "smoke": dict(
+        train_size=128,
+        unit_epochs=1,
+        batch_size=32,
+        task_train=100,
+        task_test=50,
+        retrieval_images=30,
+        seeds=(0, 1),
+        lr=1e-3,
+        warmup_fraction=0.1,
+        detector_images=60,
+    ),
+    "laptop": dict(
+        train_size=10_240,
+        unit_epochs=2,
+        batch_size=128,
+        task_train=2_000,
+        task_test=1_000,
+        retrieval_images=500,
+        seeds=(0, 1, 2),
+        lr=2e-3,
+        warmup_fraction=0.1,
+        detector_images=None,
+    ),
+    "paper": dict(
+        train_size=2_500_000,
+        unit_epochs=8,
+        batch_size=4_096,
+        task_train=50_000,
+        task_test=10_000,
+        retrieval_images=5_000,
+        seeds=(0, 1, 2),
+        lr=5e-4,
+        warmup_fraction=0.1,
+        detector_images=None,
+    ),
 }
 # the YFCC15M-V1 stand-in (the world's default knobs) and the LAION15M stand-in (cleaner captions)
 WORLDS: dict[str, dict[str, Any]] = {"web": {}, "clean": dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.25)}
@@ -57,10 +88,12 @@ class Row:
     units: float = 1.0
 
     @staticmethod
-    def of(label: str, method: str, kwargs: dict[str, Any] | None = None, world: str = "web",
-           units: float = 1.0) -> "Row":
-        frozen = tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
-                              for k, v in (kwargs or {}).items()))
+    def of(
+        label: str, method: str, kwargs: dict[str, Any] | None = None, world: str = "web", units: float = 1.0
+    ) -> Row:
+        frozen = tuple(
+            sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in (kwargs or {}).items())
+        )
         return Row(label, method, frozen, world, units)
 
     def kwargs(self) -> dict[str, Any]:
@@ -93,8 +126,7 @@ BENCHMARK = [CLIP, PYRAMID, NO_RELATION, CLIP_2E, *CLEAN]
 # The detector stand-in's control, trained by default: the full loss with an untrained copy of the crop CNN (same
 # architecture and boxes, random weights), which separates what the ROI terms carry from what the detector's
 # supervised shape and colour labels carry
-DETECTOR_CONTROL = _pyramid("PyramidCLIP, untrained detector", FULL["weights"], ALPHA,
-                            method={"detector": "untrained"})
+DETECTOR_CONTROL = _pyramid("PyramidCLIP, untrained detector", FULL["weights"], ALPHA, method={"detector": "untrained"})
 # Extensions (notebook parameter ``extensions``): the summariser's upper bound and the alpha sweep
 ORACLE_SUMMARIES = _pyramid("PyramidCLIP, oracle summaries", FULL["weights"], ALPHA, method={"summary": "oracle"})
 CONTROLS = [ORACLE_SUMMARIES, DETECTOR_CONTROL]
@@ -112,11 +144,22 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
     epochs = row.units * sizes["unit_epochs"]
     steps = int(epochs * (sizes["train_size"] // sizes["batch_size"]))
     return experiment.make_config(
-        scale, method=row.method, seed=seed, train_size=sizes["train_size"], epochs=epochs,
-        batch_size=sizes["batch_size"], augmentation="none", lr=sizes["lr"],
-        warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)), world_knobs=WORLDS[row.world],
-        task_train=sizes["task_train"], task_test=sizes["task_test"], retrieval_images=sizes["retrieval_images"],
-        eval_tasks=EVAL_TASKS, method_kwargs=kwargs)
+        scale,
+        method=row.method,
+        seed=seed,
+        train_size=sizes["train_size"],
+        epochs=epochs,
+        batch_size=sizes["batch_size"],
+        augmentation="none",
+        lr=sizes["lr"],
+        warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
+        world_knobs=WORLDS[row.world],
+        task_train=sizes["task_train"],
+        task_test=sizes["task_test"],
+        retrieval_images=sizes["retrieval_images"],
+        eval_tasks=EVAL_TASKS,
+        method_kwargs=kwargs,
+    )
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
@@ -147,14 +190,35 @@ CLAIM_NOTEBOOKS = ("benchmark", "components")
 PAPER = "PyramidCLIP"
 
 
-def _claim(claim_id: str, text: str, source: str, better: Row, reference: Row, metric: str, paper_value: str,
-           paper_effect: float | None, notebook: str = "benchmark", minus: tuple[Row, Row] | None = None) -> Claim:
+def _claim(
+    claim_id: str,
+    text: str,
+    source: str,
+    better: Row,
+    reference: Row,
+    metric: str,
+    paper_value: str,
+    paper_effect: float | None,
+    notebook: str = "benchmark",
+    minus: tuple[Row, Row] | None = None,
+) -> Claim:
     """A "direction" claim (``vlp_lib.book.claims``): ``better`` beats ``reference`` on ``metric``
     (``report.VERDICT_RULE``). With ``minus`` (a second pair), the claim is about the difference of two gains,
     judged per seed: (better - reference) - (minus[0] - minus[1]). ``paper_effect``: the paper's difference in
     points / 100 (a fraction on our metric)."""
-    return Claim(claim_id, text, source, "direction", metric, paper_value, paper_effect, notebook=notebook,
-                 better=better, reference=reference, minus=minus)
+    return Claim(
+        claim_id,
+        text,
+        source,
+        "direction",
+        metric,
+        paper_value,
+        paper_effect,
+        notebook=notebook,
+        better=better,
+        reference=reference,
+        minus=minus,
+    )
 
 
 def _pp(better: float, reference: float, where: str) -> tuple[str, float]:
@@ -171,52 +235,126 @@ def _claims() -> list[Claim]:
     rn = "ResNet50"
     table3 = {m: _mean(paper.TABLE3[m, rn]) for m in ("CLIP", "PyramidCLIP")}
     t4 = {m: paper.TABLE4[m, rn] for m in ("CLIP", "PyramidCLIP")}
-    web_gain, clean_gain = paper.TABLE2["PyramidCLIP", rn] - paper.TABLE2["CLIP", rn], t4["PyramidCLIP"][4] - t4["CLIP"][4]
+    web_gain, clean_gain = (
+        paper.TABLE2["PyramidCLIP", rn] - paper.TABLE2["CLIP", rn],
+        t4["PyramidCLIP"][4] - t4["CLIP"][4],
+    )
     det = {k: v[0] for k, v in paper.TABLE7.items()}
     det_web = det["PyramidCLIP", "YFCC15M", 32] - det["CLIP", "YFCC15M", 32]
     det_clean = det["PyramidCLIP", "LAION15M", 32] - det["CLIP", "LAION15M", 32]
     zs = "avg3/zeroshot_top1"
-    table6 = [(TABLE6[i], TABLE6[i - 1], name) for i, name in
-              [(1, "L_LT"), (2, "+ L_GS"), (3, "+ L_RT"), (4, "+ L_RS"), (5, "+ Soften")]]
+    table6 = [
+        (TABLE6[i], TABLE6[i - 1], name)
+        for i, name in [(1, "L_LT"), (2, "+ L_GS"), (3, "+ L_RT"), (4, "+ L_RS"), (5, "+ Soften")]
+    ]
     previous = ["L_CLIP", "L_LT", "+ L_GS", "+ L_RT", "+ L_RS"]
     claims = [
-        _claim("P1", "PyramidCLIP beats CLIP on zero-shot top-1", "Table 2 / Table 6", PYRAMID, CLIP, zs,
-              f"+19.2 pp (Table 2, RN50, 32 ep: 44.7 vs 25.5); Table 6 (8 ep): "
-              f"{_pp(t6['+ Soften'][0], t6['L_CLIP'][0], 'RN50')[0]}", _pp(t6["+ Soften"][0], t6["L_CLIP"][0], "")[1]),
-        _claim("P2", "PyramidCLIP beats CLIP on zero-shot retrieval", "Table 3", PYRAMID, CLIP,
-              "retrieval/mean_recall", *_pp(round(table3["PyramidCLIP"], 2), round(table3["CLIP"], 2),
-                                            "RN50, mean of I2T/T2I R@1/R@5")),
-        _claim("P3", "The gain shrinks on cleaner data (web gain minus clean gain, zero-shot top-1)",
-              "Table 2 vs Table 4", PYRAMID, CLIP, zs,
-              f"{web_gain - clean_gain:+.1f} pp (RN50: +{web_gain:.1f} on YFCC15M-V1, +{clean_gain:.1f} on LAION15M)",
-              round(web_gain - clean_gain, 2) / 100, minus=(CLEAN[1], CLEAN[0])),
-        _claim("P3_i2t", "On clean data CLIP keeps the better image-to-text R@1", "Table 4", CLEAN[0], CLEAN[1],
-              "retrieval/i2t_R@1", *_pp(t4["CLIP"][0], t4["PyramidCLIP"][0], "RN50, LAION15M")),
-        _claim("P4", "PyramidCLIP beats CLIP given as many image-encoder passes (CLIP at 2E)", "Table 5",
-              PYRAMID, CLIP_2E, zs, "+1.0 pp (ViT-B/32: PyramidCLIP 8 ep 56.5 vs CLIP 32 ep 55.5)", 0.01),
+        _claim(
+            "P1",
+            "PyramidCLIP beats CLIP on zero-shot top-1",
+            "Table 2 / Table 6",
+            PYRAMID,
+            CLIP,
+            zs,
+            f"+19.2 pp (Table 2, RN50, 32 ep: 44.7 vs 25.5); Table 6 (8 ep): "
+            f"{_pp(t6['+ Soften'][0], t6['L_CLIP'][0], 'RN50')[0]}",
+            _pp(t6["+ Soften"][0], t6["L_CLIP"][0], "")[1],
+        ),
+        _claim(
+            "P2",
+            "PyramidCLIP beats CLIP on zero-shot retrieval",
+            "Table 3",
+            PYRAMID,
+            CLIP,
+            "retrieval/mean_recall",
+            *_pp(round(table3["PyramidCLIP"], 2), round(table3["CLIP"], 2), "RN50, mean of I2T/T2I R@1/R@5"),
+        ),
+        _claim(
+            "P3",
+            "The gain shrinks on cleaner data (web gain minus clean gain, zero-shot top-1)",
+            "Table 2 vs Table 4",
+            PYRAMID,
+            CLIP,
+            zs,
+            f"{web_gain - clean_gain:+.1f} pp (RN50: +{web_gain:.1f} on YFCC15M-V1, +{clean_gain:.1f} on LAION15M)",
+            round(web_gain - clean_gain, 2) / 100,
+            minus=(CLEAN[1], CLEAN[0]),
+        ),
+        _claim(
+            "P3_i2t",
+            "On clean data CLIP keeps the better image-to-text R@1",
+            "Table 4",
+            CLEAN[0],
+            CLEAN[1],
+            "retrieval/i2t_R@1",
+            *_pp(t4["CLIP"][0], t4["PyramidCLIP"][0], "RN50, LAION15M"),
+        ),
+        _claim(
+            "P4",
+            "PyramidCLIP beats CLIP given as many image-encoder passes (CLIP at 2E)",
+            "Table 5",
+            PYRAMID,
+            CLIP_2E,
+            zs,
+            "+1.0 pp (ViT-B/32: PyramidCLIP 8 ep 56.5 vs CLIP 32 ep 55.5)",
+            0.01,
+        ),
     ]
     for (better, reference, name), prev in zip(table6, previous):
         pid = {"L_LT": "P6", "+ L_GS": "P7", "+ L_RT": "P9", "+ L_RS": "P10", "+ Soften": "P11"}[name]
         text = "L_LT beats L_CLIP" if name == "L_LT" else f"{name} adds to the row before"
-        claims.append(_claim(pid, text, "Table 6", better, reference, zs,
-                            *_pp(t6[name][0], t6[prev][0], "RN50 zero-shot top-1, 8 ep"), notebook="components"))
+        claims.append(
+            _claim(
+                pid,
+                text,
+                "Table 6",
+                better,
+                reference,
+                zs,
+                *_pp(t6[name][0], t6[prev][0], "RN50 zero-shot top-1, 8 ep"),
+                notebook="components",
+            )
+        )
     claims += [
-        _claim("P12", "PyramidCLIP features carry more object information (presence mAP, detection stand-in)",
-              "Table 7", PYRAMID, CLIP, "presence/map", f"+{det_web:.1f} AP (VOC07, YFCC15M, 32 ep)",
-              round(det_web, 2) / 100),
-        _claim("P12_noisy", "The detection gain is larger on noisier data (web gain minus clean gain, presence mAP)",
-              "Table 7", PYRAMID, CLIP, "presence/map", f"{det_web - det_clean:+.1f} AP (+{det_web:.1f} YFCC vs "
-              f"+{det_clean:.1f} LAION)", round(det_web - det_clean, 2) / 100, minus=(CLEAN[1], CLEAN[0])),
-        _claim("P13", "The relation terms add relation information (relation probe)", "Table 7", PYRAMID, NO_RELATION,
-              "relation/linear", *_pp(det["PyramidCLIP", "YFCC15M", 8], det["PyramidCLIP w/o Relation", "YFCC15M", 8],
-                                      "AP, 8 ep")),
+        _claim(
+            "P12",
+            "PyramidCLIP features carry more object information (presence mAP, detection stand-in)",
+            "Table 7",
+            PYRAMID,
+            CLIP,
+            "presence/map",
+            f"+{det_web:.1f} AP (VOC07, YFCC15M, 32 ep)",
+            round(det_web, 2) / 100,
+        ),
+        _claim(
+            "P12_noisy",
+            "The detection gain is larger on noisier data (web gain minus clean gain, presence mAP)",
+            "Table 7",
+            PYRAMID,
+            CLIP,
+            "presence/map",
+            f"{det_web - det_clean:+.1f} AP (+{det_web:.1f} YFCC vs +{det_clean:.1f} LAION)",
+            round(det_web - det_clean, 2) / 100,
+            minus=(CLEAN[1], CLEAN[0]),
+        ),
+        _claim(
+            "P13",
+            "The relation terms add relation information (relation probe)",
+            "Table 7",
+            PYRAMID,
+            NO_RELATION,
+            "relation/linear",
+            *_pp(det["PyramidCLIP", "YFCC15M", 8], det["PyramidCLIP w/o Relation", "YFCC15M", 8], "AP, 8 ep"),
+        ),
     ]
     return claims
 
 
 CLAIMS: list[Claim] = _claims()
-RULES: list[str] = ["Claims on a difference of gains (P3, P12_noisy) judge per seed (better - reference) minus "
-                    "(clean better - clean reference) by the same 95% t interval."]
+RULES: list[str] = [
+    "Claims on a difference of gains (P3, P12_noisy) judge per seed (better - reference) minus "
+    "(clean better - clean reference) by the same 95% t interval."
+]
 
 
 def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
