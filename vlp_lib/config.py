@@ -86,6 +86,14 @@ def check_positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def check_nonnegative_int(name: str, value: Any) -> int:
+    """``value`` as an int >= 0 (a seed; numpy's integers count, a bool or a float does not), else ``ValueError``
+    naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
 def check_number(name: str, value: Any, low: float | None = None, low_open: bool = False) -> float:
     """``value`` as a finite float (at least ``low``, or above it with ``low_open``), else ``ValueError`` naming
     ``name``; numpy's numbers count, a bool or a string is not a number."""

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from vlp_lib.config import check_bool, check_positive_int, resolve
+from vlp_lib.config import check_bool, check_nonnegative_int, check_positive_int, resolve
 from vlp_lib.data import folder_tasks, real
 from vlp_lib.data import tasks as task_lib
 from vlp_lib.data.world import check_knobs
@@ -182,8 +182,7 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
     if unknown:
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}")
     method = check_method_name(method)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    seed = check_nonnegative_int("seed", seed)
     train_size = check_positive_int("train_size", params["train_size"])
     train_data = params.get("train_data", "world")
     if not isinstance(train_data, str):
@@ -237,16 +236,10 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
         ),
         train_data=train_data,
         tokenizer=check_tokenizer(params.get("tokenizer"), train_data),
-        world_seed=check_world_seed(params.get("world_seed", 0)),
+        world_seed=check_nonnegative_int("world_seed", params.get("world_seed", 0)),
         world_knobs=check_knobs(**knobs) if knobs else {},
         world_mix=tuple(world_mix),
         context_length=check_positive_int("context_length", params.get("context_length", 24)),
     )
     cls.check_config(config)
     return config
-
-
-def check_world_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"world_seed must be an integer >= 0, got {seed!r}")
-    return int(seed)

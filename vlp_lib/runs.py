@@ -119,32 +119,35 @@ def _computing(files: list[Path], root: Path) -> list[Path]:
     ]
 
 
-def fingerprinted_files(paper: str | None = None) -> list[Path]:
-    """The files ``code_fingerprint(paper)`` hashes, sorted: the core's sources and model configs (``vlp_lib``
-    outside ``papers/`` and ``book/`` folders) and, for a paper, its folder outside its ``book/``."""
+def _fingerprinted(paper: str | None) -> list[tuple[str, Path]]:
+    """``(name, file)`` of every file ``code_fingerprint(paper)`` hashes, sorted by name: the name is the path inside
+    the package (``papers/<paper>/...`` also for a paper found outside the package's folder)."""
     core = [
-        p
+        (p.relative_to(PACKAGE_DIR).as_posix(), p)
         for p in _computing(list(PACKAGE_DIR.rglob("*")), PACKAGE_DIR)
         if p.relative_to(PACKAGE_DIR).parts[0] != PAPERS_FOLDER
     ]
     scope = _scope(paper)
     if scope != CORE:
         folder = paper_folder(scope)
-        core += _computing(list(folder.rglob("*")), folder)
+        core += [
+            (f"{PAPERS_FOLDER}/{scope}/{p.relative_to(folder).as_posix()}", p)
+            for p in _computing(list(folder.rglob("*")), folder)
+        ]
     return sorted(core)
+
+
+def fingerprinted_files(paper: str | None = None) -> list[Path]:
+    """The files ``code_fingerprint(paper)`` hashes: the core's sources and model configs (``vlp_lib`` outside
+    ``papers/`` and ``book/`` folders) and, for a paper, its folder outside its ``book/``."""
+    return [path for _, path in _fingerprinted(paper)]
 
 
 @cache
 def code_fingerprint(paper: str | None = None) -> str:
     """Hash of the source that computes the records of ``paper`` (``None``: the core's): ``fingerprinted_files``."""
     h = hashlib.sha256()
-    folder = None if _scope(paper) == CORE else paper_folder(_scope(paper))
-    for path in fingerprinted_files(paper):
-        if path.is_relative_to(PACKAGE_DIR):
-            name = path.relative_to(PACKAGE_DIR).as_posix()
-        else:  # a paper found outside the package's folder
-            assert folder is not None  # the core's files are all in the package's folder
-            name = f"{PAPERS_FOLDER}/{paper}/{path.relative_to(folder).as_posix()}"
+    for name, path in _fingerprinted(paper):
         h.update(name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]

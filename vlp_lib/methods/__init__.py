@@ -46,8 +46,9 @@ def register_method(cls: type[Method]) -> type[Method]:
 
 
 def check_method_name(name: str) -> str:
-    if name not in available_methods():
-        raise ValueError(f"method must be one of {available_methods()}, got {name!r}")
+    known = available_methods()
+    if name not in known:
+        raise ValueError(f"method must be one of {known}, got {name!r}")
     return name
 
 

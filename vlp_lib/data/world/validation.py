@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from vlp_lib.config import check_nonnegative_int
 from vlp_lib.data import vocab
 
 # Knob defaults imitate web alt-text; see ``generate`` for their meaning.
@@ -83,6 +84,4 @@ def check_knobs(**knobs: Any) -> dict[str, Any]:
 
 
 def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
+    return check_nonnegative_int("seed", seed)

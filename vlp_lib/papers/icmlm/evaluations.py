@@ -6,6 +6,7 @@ and the evaluation's sizes) with ICMLM's fingerprint: attribute zero-shot learni
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from vlp_lib import experiment, runs
@@ -17,25 +18,21 @@ PAPER = runs.paper_of_module(__name__)
 ZSL_KIND, PROXY_KIND = "icmlm_zsl", "icmlm_proxy"
 
 
-def zsl_key(record: dict, layers: int, splits: int, iterations: int) -> dict[str, Any]:
-    return {"run": record["config"], "layers": layers, "splits": splits, "iterations": iterations}
+def _metrics(kind: str, key: dict[str, Any], compute: Callable[[], dict[str, Any]], train: bool) -> dict | None:
+    """The stored metrics of the evaluation ``key``: computed and stored when missing (``train``), else ``None``."""
+    if not train:
+        record = runs.load(kind, key, paper=PAPER)
+        return None if record is None else record["metrics"]
+    return runs.cached(kind, key, compute, verbose=False, paper=PAPER)["metrics"]
 
 
-def proxy_key(record: dict, captions: int) -> dict[str, Any]:
-    return {"run": record["config"], "captions": captions}
-
-
-def stored(kind: str, key: dict[str, Any]) -> dict | None:
-    """The stored, current record of an evaluation (``zsl_key`` / ``proxy_key``), or ``None``."""
-    return runs.load(kind, key, paper=PAPER)
-
-
-def zsl_metrics(record: dict, layers: int, splits: int, iterations: int) -> dict[str, float]:
+def zsl_metrics(record: dict, layers: int, splits: int, iterations: int, compute: bool = True) -> dict | None:
     """Attribute ZSL on the ``layers`` deepest maps of a stored run over ``splits`` seen / unseen splits with
     ``iterations`` L-BFGS iterations (``zsl.attribute_zsl_layers``), as ``zsl/<map index>/<top1 | seen_top1 |
-    unseen_top1>``; computed once and stored."""
+    unseen_top1>``; computed once and stored (``compute=False``: ``None`` when not stored), keyed by the run's config
+    and the sizes."""
 
-    def compute() -> dict[str, Any]:
+    def run() -> dict[str, Any]:
         c = record["config"]
         model, _ = experiment.load_trained(record)
         out = attribute_zsl_layers(
@@ -43,18 +40,19 @@ def zsl_metrics(record: dict, layers: int, splits: int, iterations: int) -> dict
         )
         return {"metrics": {f"zsl/{m}/{k}": v for m, values in out.items() for k, v in values.items()}}
 
-    key = zsl_key(record, layers, splits, iterations)
-    return runs.cached(ZSL_KIND, key, compute, verbose=False, paper=PAPER)["metrics"]
+    key = {"run": record["config"], "layers": layers, "splits": splits, "iterations": iterations}
+    return _metrics(ZSL_KIND, key, run, compute)
 
 
-def proxy_record_metrics(record: dict, captions: int) -> dict[str, float]:
+def proxy_record_metrics(record: dict, captions: int, compute: bool = True) -> dict | None:
     """The proxy task and validation l_tp of a stored run on ``captions`` held-out captions
-    (``method.proxy_metrics``), as ``proxy/<name>``; computed once and stored."""
+    (``method.proxy_metrics``), as ``proxy/<name>``; computed once and stored (``compute=False``: ``None`` when not
+    stored), keyed by the run's config and ``captions``."""
 
-    def compute() -> dict[str, Any]:
+    def run() -> dict[str, Any]:
         model, method, tokenizer, _ = experiment.load_trained_method(record)
         heldout = heldout_pairs(RunConfig.from_dict(record["config"]), tokenizer, captions)
         image_only = cast(_ImageOnlyMethod, method)  # a TP or ICMLM run
         return {"metrics": {f"proxy/{k}": v for k, v in proxy_metrics(model, image_only, heldout).items()}}
 
-    return runs.cached(PROXY_KIND, proxy_key(record, captions), compute, verbose=False, paper=PAPER)["metrics"]
+    return _metrics(PROXY_KIND, {"run": record["config"], "captions": captions}, run, compute)

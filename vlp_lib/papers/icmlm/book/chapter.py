@@ -27,7 +27,7 @@ Every row is trained with the same seeds on the same pairs; the seed fixes initi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -43,7 +43,6 @@ from vlp_lib.config import scale_defaults
 from vlp_lib.data import training
 from vlp_lib.papers.icmlm import evaluations, lexicon
 from vlp_lib.papers.icmlm.book import paper
-from vlp_lib.papers.icmlm.evaluations import PROXY_KIND, ZSL_KIND
 from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
@@ -272,30 +271,20 @@ def lambda_rows(lambdas: Sequence[float]) -> list[Row]:
 # runs and their added evaluations (stored beside the run, keyed by its config)
 
 
-def _added(row: Row) -> list[tuple[str, Any]]:
-    """The evaluations a row's claims read beyond its run's metrics: (record kind, compute-or-load function)."""
-    return ([(ZSL_KIND, _zsl_evaluation)] if row.zsl else []) + (
-        [(PROXY_KIND, _proxy_evaluation)] if row.method == "icmlm" else []
-    )
+def _added(row: Row) -> list[Callable[[dict, bool], dict | None]]:
+    """The evaluations a row's claims read beyond its run's metrics, each ``(record, compute) -> metrics`` (``None``
+    when not stored and ``compute`` is False), at the record's scale's sizes."""
+    return ([_zsl_metrics] if row.zsl else []) + ([_proxy_metrics] if row.method == "icmlm" else [])
 
 
-def _zsl_sizes(record: dict) -> dict[str, int]:
+def _zsl_metrics(record: dict, compute: bool) -> dict | None:
     sizes = CHAPTER_SCALES[record["config"]["scale"]]
-    return {"layers": ZSL_LAYERS, "splits": sizes["zsl_splits"], "iterations": sizes["zsl_iter"]}
+    return evaluations.zsl_metrics(record, ZSL_LAYERS, sizes["zsl_splits"], sizes["zsl_iter"], compute)
 
 
-def _zsl_evaluation(record: dict) -> dict[str, float]:
-    return evaluations.zsl_metrics(record, **_zsl_sizes(record))
-
-
-def _proxy_evaluation(record: dict) -> dict[str, float]:
-    return evaluations.proxy_record_metrics(record, CHAPTER_SCALES[record["config"]["scale"]]["proxy_captions"])
-
-
-def _added_key(kind: str, record: dict) -> dict:
-    if kind == ZSL_KIND:
-        return evaluations.zsl_key(record, **_zsl_sizes(record))
-    return evaluations.proxy_key(record, CHAPTER_SCALES[record["config"]["scale"]]["proxy_captions"])
+def _proxy_metrics(record: dict, compute: bool) -> dict | None:
+    captions = CHAPTER_SCALES[record["config"]["scale"]]["proxy_captions"]
+    return evaluations.proxy_record_metrics(record, captions, compute)
 
 
 def _merged(record: dict, added: list[dict[str, float]]) -> dict:
@@ -309,7 +298,7 @@ def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bo
     validated, before any training; an ICMLM row trains its TP_Postag start first if it is not stored."""
     results = plan.run_rows(rows, config, scale, seeds, progress)
     return {
-        row: [_merged(r, [evaluate(r) for _, evaluate in _added(row)]) for r in records]
+        row: [_merged(r, [cast(dict, evaluate(r, True)) for evaluate in _added(row)]) for r in records]
         for row, records in results.items()
     }
 
@@ -320,11 +309,10 @@ def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) 
     records = plan.stored(row, config, scale, seeds or resolve_seeds(scale, None))
     if records is None:
         return None
-    added = [[evaluations.stored(kind, _added_key(kind, r)) for kind, _ in _added(row)] for r in records]
+    added = [[evaluate(r, False) for evaluate in _added(row)] for r in records]
     if any(a is None for per_record in added for a in per_record):
         return None
-    # none is None (checked above)
-    return [_merged(r, [cast(dict, a)["metrics"] for a in per_record]) for r, per_record in zip(records, added)]
+    return [_merged(r, [cast(dict, a) for a in per_record]) for r, per_record in zip(records, added)]
 
 
 def chance_levels(scale: str = "laptop") -> dict[str, float]:
