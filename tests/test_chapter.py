@@ -1,11 +1,12 @@
 """The ProtoCLIP chapter's run plans and the scorecard (no training: records are written by hand)."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from vlp_lib import experiment, runs
 from vlp_lib.book import report
-from vlp_lib.book.claims import noninferiority_verdict
+from vlp_lib.book import stats as sstats
 from vlp_lib.papers.protoclip.book import ablation, chapter
 from vlp_lib.paths import REPO_ROOT
 from vlp_lib.train import TrainConfig
@@ -91,7 +92,7 @@ def test_relative_epochs_and_stage_shares():
 
 def test_scorecard_without_runs_says_not_run():
     card = report.scorecard("smoke")
-    assert list(card.columns) == report.SCORECARD_COLUMNS
+    assert list(card.columns) == report.SCORECARD_COLUMNS + report.BOOK_COLUMNS
     assert {"paper_value", "book_value", "interval", "verdict", "mde", "seeds_needed"} <= set(card.columns)
     assert set(card["verdict"]) == {"not run"} and card["id"].is_unique
     proto = card[card["paper"] == "ProtoCLIP"]
@@ -160,10 +161,23 @@ def test_scorecard_judges_stored_runs():
     card = report.scorecard("laptop").set_index("id")
     pbt = card.loc["table3_pbt"]
     assert pbt["verdict"] == "reproduced" and pbt["seeds"] == 3
-    # per-seed differences 0.050, 0.049, 0.048: mean 4.90 pp, sd 0.1 pp, t(0.975, 2) = 4.303
-    half = 4.302653 * 0.1 / 3**0.5
+    # per-seed differences 0.050, 0.049, 0.048: mean 4.90 pp; the spread is pooled over the three rows that ran
+    # (3 rows x 3 seeds: 4 df) when Bartlett's test allows, the differences' own (sd 0.1 pp, 2 df) otherwise
+    lucks = (0.0, 0.05, -0.03)
+    table = np.array(
+        [
+            [0.30 + luck for luck in lucks],
+            [0.25 + luck + 0.001 * s for s, luck in enumerate(lucks)],
+            [0.30 + luck + 0.01 * (s - 1) for s, luck in enumerate(lucks)],
+        ]
+    )
+    pooled = sstats.pooled_variance(table, [0, 1, 2])
+    std, df = (pooled.contrast_std([1, -1]), 4) if pooled.usable else (0.001, 2)
+    half = 100 * sstats.t_quantile(0.975, df) * std / 3**0.5
     assert pbt["book_value"] == "+4.90 pp" and pbt["interval"] == f"[{4.9 - half:+.2f}, {4.9 + half:+.2f}] pp"
-    assert pbt["mde"] == f"{(4.302653 + 1.060660) * 0.1 / 3**0.5:.2f} pp" and pbt["seeds_needed"] == "2"
+    assert pbt["df"] == (f"{df} pooled" if pooled.usable else "2")
+    assert pbt["mde"] == f"{100 * sstats.minimum_detectable_effect(std, 3, df):.2f} pp"
+    assert pbt["p"] < 0.05 and pbt["q"] >= pbt["p"]
     # differences +1, 0, -1 pp: the interval holds 0 and the paper's +0.54 pp
     assert card.loc["table3_soft_target", "verdict"] == "inconclusive"
     assert card.loc["table3_teacher", "verdict"] == "not run" and card.loc["table3_teacher", "interval"] == ""
@@ -254,14 +268,10 @@ def test_row_table_reports_paired_differences():
 
 
 def test_a_match_needs_its_interval_above_the_margin():
-    def test(low, high, n=3):
-        return report.PairedTest(n, (low + high) / 2, 0.01, low, high, "", 0.0, 0.0)
+    def verdict(differences):
+        return report.noninferiority_test(report.paired_test(differences), chapter.MATCH_MARGIN)[0]
 
-    def match_verdict(t, faster):
-        return noninferiority_verdict(t, chapter.MATCH_MARGIN, faster)
-
-    assert match_verdict(test(-0.005, 0.02), faster=True) == "reproduced"
-    assert match_verdict(test(-0.11, 0.035), faster=True) == "inconclusive"  # too wide to show a match
-    assert match_verdict(test(-0.05, -0.02), faster=True) == "opposite"
-    assert match_verdict(test(0.0, 0.02), faster=False) == "opposite"
-    assert match_verdict(test(0.0, 0.02, n=1), faster=True) == "inconclusive"
+    assert verdict([0.0, 0.01, 0.005]) == "reproduced"
+    assert verdict([-0.05, 0.03, -0.01]) == "inconclusive"  # too wide to show a match
+    assert verdict([-0.05, -0.04, -0.045]) == "opposite"
+    assert verdict([0.01]) == "inconclusive"

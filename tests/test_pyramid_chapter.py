@@ -58,7 +58,8 @@ def test_a_difference_of_gains_is_judged_per_seed():
         claim.minus[1]: _records([0.44, 0.45, 0.45], metric),
     }
     line = judge(claim, results, chapter.PAPER)
-    assert line["verdict"] == "reproduced" and line["seeds"] == 3
+    # the direction is reproduced; the size (+10 pp) is below the paper's +13.7 pp: two answers
+    assert line["verdict"] == "reproduced, smaller than claimed" and line["seeds"] == 3
     assert line["book_value"].startswith("+10.00")  # (10, 11, 11) - (1, 1, 0) pp = 9, 10, 11
     missing = judge(claim, {claim.better: results[claim.better]}, chapter.PAPER)
     assert missing["verdict"] == "not run"

@@ -4,10 +4,12 @@ scorecard's columns. Known inputs, values computed by hand with scipy."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from vlp_lib.book import report
+from vlp_lib.book import stats as sstats
 
 
 def _by_hand(d):
@@ -21,18 +23,19 @@ def _by_hand(d):
 def test_interval_and_power_by_hand():
     d = [0.01, 0.02, 0.03]
     t = report.paired_test(d)
-    mean, sd, low, high, mde = _by_hand(d)
-    assert (t.n, t.mean, t.std) == (3, pytest.approx(mean), pytest.approx(sd))
+    mean, sd, low, high, _ = _by_hand(d)
+    assert (t.n, t.mean, t.std, t.df) == (3, pytest.approx(mean), pytest.approx(sd), 2)
     assert t.low == pytest.approx(low) and t.high == pytest.approx(high)
     # t(0.975, 2) = 4.303: the interval [-0.0048, +0.0448] still includes 0 with three seeds
     assert low == pytest.approx(0.02 - 4.302653 * 0.01 / math.sqrt(3), rel=1e-6) and t.verdict == "inconclusive"
-    assert t.mde == pytest.approx(mde) and t.mde == pytest.approx((4.302653 + 1.060660) * 0.01 / math.sqrt(3), rel=1e-5)
-    # at sd 0.01 and mean 0.02 the half-width drops below 0.02 at n = 4 (t(0.975, 3) 0.01 / 2 = 0.0159)
-    assert t.seeds_needed == 4 and t.seeds_needed_text() == "4"
+    # the exact minimum detectable effect (noncentral t): 3.26 sd at n = 3, not the 3.10 of t(.975) + t(.8)
+    assert t.mde == pytest.approx(3.2640 * 0.01, rel=1e-4)
+    # its p: twice the one-sided p in the direction of the mean, t = 0.02 / (0.01 / sqrt 3) on 2 df
+    assert t.p == pytest.approx(2 * stats.t.sf(0.02 / (0.01 / math.sqrt(3)), 2))
     assert report.paired_interval(d) == (pytest.approx(low), pytest.approx(high))
 
 
-def test_four_verdicts():
+def test_the_verdicts():
     assert report.paired_test([0.02, 0.021, 0.019]).verdict == "reproduced"
     assert report.paired_test([-0.02, -0.021, -0.019], paper_effect=0.01).verdict == "opposite"
     # includes 0, excludes the paper's +5 pp: smaller than claimed
@@ -41,10 +44,27 @@ def test_four_verdicts():
     # includes both 0 and the paper's effect
     wide = report.paired_test([0.05, -0.04, 0.03], paper_effect=0.02)
     assert wide.low < 0 and wide.high > 0.02 and wide.verdict == "inconclusive"
-    # without a stated size, an interval around 0 is inconclusive however narrow
+    # without a stated size or a margin, an interval around 0 is inconclusive however narrow
     assert report.paired_test([0.004, -0.003, 0.001, 0.0]).verdict == "inconclusive"
-    # reproduced is about the direction: a positive interval below the paper's effect is still reproduced
-    assert report.paired_test([0.02, 0.021, 0.019], paper_effect=0.05).verdict == "reproduced"
+    # with the 1 pp margin it is "no effect" (two one-sided tests) ...
+    none = report.paired_test([0.004, -0.003, 0.001, 0.0], margin=0.01)
+    assert -0.01 < none.low and none.high < 0.01 and none.verdict == "no effect"
+    # ... unless the paper's own effect is inside the margin: our precision cannot tell its size from zero
+    assert report.paired_test([0.004, -0.003, 0.001, 0.0], paper_effect=0.005, margin=0.01).verdict == "inconclusive"
+    # every decided verdict has p < 0.05, an undecided one p >= 0.05
+    for t in (small, none, report.paired_test([0.02, 0.021, 0.019])):
+        assert t.p < 0.05
+    assert wide.p >= 0.05
+
+
+def test_direction_and_size_are_two_questions():
+    """Regression (issue 25): an effect 13 times smaller than the paper's read "reproduced"."""
+    t = report.paired_test([0.009, 0.010, 0.011], paper_effect=0.1365)
+    assert t.low > 0 and t.high < 0.1365 and t.verdict == "reproduced, smaller than claimed"
+    # its p is the larger of the two one-sided tests (above 0, below the paper's effect)
+    assert t.p == pytest.approx(2 * max(t.one_sided(0, True), t.one_sided(0.1365, False)))
+    # an interval reaching the paper's effect is plainly reproduced
+    assert report.paired_test([0.02, 0.021, 0.019], paper_effect=0.0205).verdict == "reproduced"
 
 
 def test_fewer_than_two_seeds_is_inconclusive_without_interval():
@@ -57,17 +77,19 @@ def test_fewer_than_two_seeds_is_inconclusive_without_interval():
     assert report.paired_test([0.02, 0.0201]).verdict == "reproduced"
 
 
-def test_seeds_needed():
-    # no effect at all: never decided without a stated size; with one, the paper's effect gets excluded
-    flat = report.paired_test([0.01, -0.01, 0.0])
-    assert flat.seeds_needed == math.inf and flat.seeds_needed_text() == ">1000"
+def test_seeds_are_planned_for_power_at_the_papers_effect():
+    """Regression (issue 25): seeds-to-decide plugged in the observed mean (50% power at best, optional stopping
+    when used to add seeds); the plan is the smallest n with 80% exact power at the paper's effect."""
     t = report.paired_test([0.01, -0.01, 0.0], paper_effect=0.02)
     n = int(t.seeds_needed)
-    assert stats.t.ppf(0.975, n - 1) * 0.01 / math.sqrt(n) < 0.02 <= stats.t.ppf(0.975, n - 2) * 0.01 / math.sqrt(n - 1)
-    # a small mean at a large spread needs many seeds: (t sd / mean)^2 ~ (1.96 x 10)^2 = 384
-    big = report.seeds_to_decide(0.001, 0.01)
-    assert 380 <= big <= 395
-    assert report.seeds_to_decide(0.02, 0.0) == 2 and report.seeds_to_decide(0.0, 0.0) == math.inf
+    assert sstats.power_two_sided(0.02, 0.01 / math.sqrt(n), n - 1) >= 0.8
+    assert sstats.power_two_sided(0.02, 0.01 / math.sqrt(n - 1), n - 2) < 0.8
+    # the observed mean does not enter: the same spread plans the same seeds whatever the mean
+    assert report.paired_test([0.03, 0.01, 0.02], paper_effect=0.02).seeds_needed == n
+    # without a paper effect or a margin there is nothing to plan for
+    assert math.isnan(report.paired_test([0.01, -0.01, 0.0]).seeds_needed)
+    # a 0.3 pp effect at a 1 pp spread needs about (2.8 / 0.3)^2 = 87 seeds
+    assert 85 <= sstats.planned_seeds(0.01, 0.003) <= 92
 
 
 def test_direction_uses_the_t_interval():
@@ -78,47 +100,58 @@ def test_direction_uses_the_t_interval():
 
 
 def test_format_test():
-    text = report.format_test(report.paired_test([0.01, 0.02, 0.03]))
-    assert text == {"book_value": "+2.00 pp", "interval": "[-0.48, +4.48] pp", "mde": "3.10 pp", "seeds_needed": "4"}
+    text = report.format_test(report.paired_test([0.01, 0.02, 0.03], paper_effect=0.02))
+    assert {k: text[k] for k in ("book_value", "interval", "mde", "df")} == {
+        "book_value": "+2.00 pp",
+        "interval": "[-0.48, +4.48] pp",
+        "mde": "3.26 pp",
+        "df": "2",
+    }
     raw = report.format_test(report.paired_test([0.05, 0.06, 0.07]), percent=False)
     assert raw["book_value"] == "+0.060" and raw["interval"].startswith("[+0.035")
-    assert report.format_test(None) == {"book_value": "", "interval": "", "mde": "", "seeds_needed": ""}
+    assert report.format_test(None)["interval"] == "" and math.isnan(report.format_test(None)["p"])
+    pooled = report.format_test(report.paired_test([0.01, 0.02, 0.03], pooled=(0.01, 12)))
+    assert pooled["df"] == "12 pooled"
 
 
 def test_equivalence_rule_needs_the_interval_inside_the_margin():
-    assert report.equivalence_test([0.001, -0.002, 0.0005, 0.001], margin=0.01) == "reproduced"
-    assert report.equivalence_test([0.05, 0.06, 0.055], margin=0.01) == "opposite"
-    assert report.equivalence_test([0.02, -0.03, 0.01], margin=0.01) == "inconclusive"
-    assert report.equivalence_test([0.0], margin=0.01) == "inconclusive"
+    assert report.equivalence_test([0.001, -0.002, 0.0005, 0.001], margin=0.01)[0] == "reproduced"
+    assert report.equivalence_test([0.05, 0.06, 0.055], margin=0.01)[0] == "opposite"
+    assert report.equivalence_test([0.02, -0.03, 0.01], margin=0.01)[0] == "inconclusive"
+    assert report.equivalence_test([0.0], margin=0.01)[0] == "inconclusive"
     with pytest.raises(ValueError, match="margin"):
         report.equivalence_test([0.0, 0.1], margin=0)
 
 
-def test_sweep_rule_wants_the_best_near_the_papers_and_beating_the_end_point():
-    def recs(values):
-        return [{"config": {"seed": s}, "metrics": {"m": v}} for s, v in enumerate(values)]
+def test_noninferiority_seeds_count_the_margin_not_zero():
+    """Regression (issue 25): differences -0.4, +0.1, -0.3 pp already clear a -1 pp margin (lower bound -0.86 pp),
+    yet seeds-to-decide counted seeds to exclude 0 (10)."""
+    t = report.paired_test([-0.004, 0.001, -0.003])
+    verdict, p = report.noninferiority_test(t, 0.01)
+    assert t.low == pytest.approx(-0.0086, abs=2e-4) and verdict == "reproduced" and p < 0.05
+    planned = sstats.planned_seeds(t.std, 0.01, "noninferiority")
+    assert planned <= 3
+    assert sstats.planned_seeds(t.std, 0.01, "equivalence") <= 4
 
-    sweep = {
-        0.0: recs([0.40, 0.41, 0.40]),
-        0.1: recs([0.45, 0.45, 0.46]),
-        0.2: recs([0.47, 0.48, 0.47]),
-        0.4: recs([0.44, 0.45, 0.44]),
-    }
-    assert report.sweep_test(sweep, "m", paper_best=0.2, endpoint=0.0) == "reproduced"
-    assert report.sweep_test(sweep, "m", paper_best=0.1, endpoint=0.0) == "reproduced"  # a neighbour is best
-    # regression (issue 25): the end point having the best seed-mean used to read "opposite" with no test at all;
-    # "opposite" now needs the paper's best to lose to the end point by VERDICT_RULE
-    flat = {k: recs([0.40, 0.41, 0.40]) for k in sweep}
-    assert report.sweep_test(flat, "m", paper_best=0.2, endpoint=0.0) == "inconclusive"
-    low = {k: recs([0.39, 0.40, 0.39]) for k in sweep}  # means 0.400 (paper's best) vs 0.401 (the end point)
-    tiny = {**low, 0.2: recs([0.40, 0.41, 0.39]), 0.0: recs([0.395, 0.402, 0.406])}
-    assert report.sweep_test(tiny, "m", paper_best=0.2, endpoint=0.0) == "inconclusive"
-    noisy = {**flat, 0.0: recs([0.43, 0.39, 0.42]), 0.2: recs([0.40, 0.42, 0.39])}
-    assert report.sweep_test(noisy, "m", paper_best=0.2, endpoint=0.0) == "inconclusive"
-    falls = {**flat, 0.0: recs([0.50, 0.51, 0.50])}  # the end point beats the paper's best on every seed
-    assert report.sweep_test(falls, "m", paper_best=0.2, endpoint=0.0) == "opposite"
-    with pytest.raises(ValueError, match="paper_best"):
-        report.sweep_test(sweep, "m", paper_best=0.3, endpoint=0.0)
+
+def test_every_needs_a_bonferroni_step_for_opposite():
+    ok = report.paired_test([0.02, 0.021, 0.019])
+    slightly = report.paired_test([-0.02, -0.013, -0.027])  # opposite alone (p about 0.04), not after k = 5
+    assert slightly.verdict == "opposite" and 0.02 < slightly.p < 0.05
+    verdict, p, which = report.every_test([ok, ok, ok, ok, slightly])
+    assert verdict == "inconclusive"
+    clear = report.paired_test([-0.02, -0.021, -0.019])
+    verdict, p, which = report.every_test([ok, clear])
+    assert verdict == "opposite" and which == 1 and p == pytest.approx(min(1, 2 * clear.p))
+    assert report.every_test([ok, ok])[0] == "reproduced"
+
+
+def test_best_of_is_corrected_for_the_choice():
+    borderline = report.paired_test([0.02, 0.013, 0.027])  # reproduced alone (p about 0.04)
+    assert borderline.verdict == "reproduced"
+    flat = report.paired_test([0.01, -0.01, 0.0])
+    assert report.best_of_test([borderline, flat, flat])[0] == "inconclusive"  # 3 x p > 0.05
+    assert report.best_of_test([report.paired_test([0.02, 0.021, 0.019]), flat])[0] == "reproduced"
 
 
 def test_a_missing_or_broken_seed_decides_nothing():
@@ -127,4 +160,20 @@ def test_a_missing_or_broken_seed_decides_nothing():
         test = report.paired_test(differences, paper_effect=0.05)
         assert test.verdict == "inconclusive" and test.n == 3
         assert test.low == float("-inf") and test.high == float("inf")
-    assert report.paired_test([0.01, 0.012, 0.011], paper_effect=0.05).verdict == "reproduced"
+    assert report.paired_test([0.01, 0.012, 0.011], paper_effect=0.05).verdict == "reproduced, smaller than claimed"
+
+
+def test_fdr_demotes_only_what_bh_does_not_keep():
+    card = pd.DataFrame(
+        {
+            "paper": ["A"] * 4,
+            "metric": ["m"] * 4,
+            "verdict": ["reproduced", "opposite", "inconclusive", "not run"],
+            "p": [0.001, 0.04, 0.5, float("nan")],
+        }
+    )
+    out = report.with_fdr(card)
+    assert out["q"].iloc[0] == pytest.approx(0.003) and out["q"].iloc[1] == pytest.approx(0.06)
+    assert list(out["verdict_fdr"]) == ["reproduced", "inconclusive", "inconclusive", "not run"]
+    counts = report.verdict_counts(out, "verdict_fdr")
+    assert counts.loc["A", "decided"] == "1 of 3"

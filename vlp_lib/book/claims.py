@@ -34,25 +34,37 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from vlp_lib.book import stats
+from vlp_lib.book.report import BEST_OF_RULE as BEST_OF_RULE  # the chapters read the rules here too
+from vlp_lib.book.report import EVERY_RULE as EVERY_RULE
 from vlp_lib.book.report import (
+    NO_EFFECT_MARGIN,
     SCORECARD_COLUMNS,
+    SEED_BUDGET,
     PairedTest,
+    best_of_test,
     equivalence_test,
+    every_test,
     format_test,
+    noninferiority_test,
     paired_differences,
     paired_test,
     per_seed,
     record_differences,
     seed_values,
-    sweep_test,
+    seeds_text,
 )
+from vlp_lib.book.report import SWEEP_RULE as SWEEP_RULE
 
 KINDS = (
     "direction",
@@ -68,10 +80,12 @@ KINDS = (
     "every_draw",
     "not_run",
 )
-EVERY_RULE = (
-    "'Every setting beats the reference' claims: reproduced when every per-setting comparison is "
-    "reproduced (VERDICT_RULE), opposite when any is opposite, inconclusive otherwise; the line shows "
-    "the comparison with the smallest mean difference."
+CORRELATION_RULE = (
+    "Rank-correlation claims without a control: Spearman's rho per seed, and a two-sided sign test over the seeds "
+    "(the seeds share one teacher and one set of classes, so their rho are not independent draws of the claim: "
+    "only their signs are counted): reproduced when the test finds rho > 0 (p < 0.05: at least 6 seeds, all "
+    "positive), opposite when it finds rho < 0; with a control row, rho minus the control's rho per seed by "
+    "VERDICT_RULE. 'In every draw' checks: the same sign test over the evaluations."
 )
 TIMING_RULE = (
     "Timing claims: reproduced when the book's value is within a factor of 2 of the paper's, not "
@@ -105,6 +119,8 @@ class Claim:
     check: str | None = None
     percent: bool = True
     reason: str = ""
+    paper_base: float | None = None
+    paper_chance: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -131,34 +147,6 @@ def interaction_differences(
     values = [(sign, per_seed(results[row], metric)) for sign, row, metric in terms]
     seeds = sorted(set.intersection(*(set(v) for _, v in values)))
     return np.array([sum(sign * v[s] for sign, v in values) for s in seeds], dtype=float)
-
-
-def equivalence_seeds(mean: float, std: float, margin: float, max_seeds: int = 1_000) -> str:
-    """Seeds that would decide an equivalence claim at this mean and spread: the smallest n >= 2 whose 95% t
-    half-width is below ``margin - |mean|`` (inside) or ``|mean| - margin`` (outside); ">1000" beyond."""
-    from scipy import stats
-
-    target = abs(margin - abs(mean))
-    if not (np.isfinite(mean) and np.isfinite(std)):
-        return ""
-    if std == 0:
-        return "2"
-    n = np.arange(2, max_seeds + 1)
-    decided = stats.t.ppf(0.975, n - 1) * std / np.sqrt(n) < target
-    return str(int(n[np.argmax(decided)])) if decided.any() else f">{max_seeds}"
-
-
-def noninferiority_verdict(test: PairedTest, margin: float, faster: bool = True) -> str:
-    """ "Not below by more than ``margin``" (and, for "match" claims, ``faster``): "opposite" when not faster or the
-    interval lies below ``-margin``, "reproduced" when the interval lies above ``-margin``, "inconclusive"
-    otherwise and with fewer than two seeds."""
-    if not faster:
-        return "opposite"
-    if test.n < 2:
-        return "inconclusive"
-    if test.high < -margin:
-        return "opposite"
-    return "reproduced" if test.low > -margin else "inconclusive"
 
 
 def relative_epochs(records: Sequence[dict], clip_records: Sequence[dict]) -> float:
@@ -232,14 +220,77 @@ def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
         "metric": claim.metric,
         "paper_value": claim.paper_value,
         **format_test(None),
+        "effect_scales": "",
         "verdict": "not run",
         "seeds": 0,
     }
 
 
+def pooled_table(
+    results: Mapping[Any, Sequence[dict]], rows: Sequence[Hashable], metric: str
+) -> tuple[stats.Pooled, tuple[Hashable, ...]] | None:
+    """``stats.pooled_variance`` of ``metric`` over those of ``rows`` that ran and report it, on the seeds every
+    one of them has (``POOLING_RULE``), with the rows it spans; ``None`` without two such rows and two seeds."""
+    values = {}
+    for row in rows:
+        records = results.get(row)
+        if records and all(metric in r.get("metrics", {}) for r in records):
+            values[row] = per_seed(records, metric)
+    if len(values) < 2:
+        return None
+    seeds = sorted(set.intersection(*(set(v) for v in values.values())))
+    if len(seeds) < 2:
+        return None
+    table = np.array([[v[s] for s in seeds] for v in values.values()])
+    return stats.pooled_variance(table, seeds), tuple(values)
+
+
+def contrast(claim: Claim, better: Hashable, reference: Hashable) -> dict[Hashable, float] | None:
+    """The row coefficients of a claim's per-seed difference (better - reference, minus ``minus``'s, or the
+    signed ``terms``); ``None`` when its terms read other metrics than the claim's (no pooled variance then)."""
+    coefficients: dict[Hashable, float] = {}
+    if claim.kind == "interaction":
+        if any(metric != claim.metric for _, _, metric in claim.terms):
+            return None
+        pairs = [(float(sign), row) for sign, row, _ in claim.terms]
+    else:
+        pairs = [(1.0, better), (-1.0, reference)]
+        if claim.minus is not None:
+            pairs += [(-1.0, claim.minus[0]), (1.0, claim.minus[1])]
+    for sign, row in pairs:
+        coefficients[row] = coefficients.get(row, 0.0) + sign
+    return {row: c for row, c in coefficients.items() if c}
+
+
+def tested(
+    claim: Claim,
+    differences: np.ndarray,
+    coefficients: Mapping[Hashable, float] | None,
+    pool: tuple[stats.Pooled, tuple[Hashable, ...]] | None,
+    paper_effect: float | None = None,
+) -> PairedTest:
+    """``paired_test`` of a claim's per-seed differences, on the pooled variance where ``POOLING_RULE`` allows
+    (the pool usable, spanning the contrast's rows, on exactly the differences' seeds), with the claim's "no
+    effect" margin (``NO_EFFECT_MARGIN`` for percent metrics)."""
+    margin = NO_EFFECT_MARGIN if claim.percent else None
+    pooled = None
+    if pool is not None and coefficients is not None:
+        table, rows = pool
+        if table.usable and set(coefficients) <= set(rows) and len(differences) == len(table.seeds):
+            pooled = (table.contrast_std(list(coefficients.values())), float(table.df))
+    return paired_test(differences, paper_effect, margin=margin, pooled=pooled)
+
+
+def _pairwise(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], pool: Any, better: Hashable, reference: Hashable
+) -> PairedTest:
+    d = record_differences(results[better], results[reference], claim.metric)
+    return tested(claim, d, contrast(replace(claim, kind="direction", minus=None), better, reference), pool)
+
+
 def compared_rows(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> tuple[Hashable, Hashable]:
     """The (better, reference) rows a pairwise claim compares; for "best_of", the best of ``candidates`` by
-    seed-mean stands for ``better`` or, with ``better`` set, for ``reference``."""
+    seed-mean stands for ``better`` or, with ``better`` set, for ``reference`` (shown; ``judge`` tests them all)."""
     better, reference = claim.better, claim.reference
     if claim.kind == "best_of":
         best = max(claim.candidates, key=lambda r: float(np.mean(seed_values(results[r], claim.metric))))
@@ -261,69 +312,162 @@ def claim_differences(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> np
     return d
 
 
-def claim_test(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> PairedTest:
-    """``report.paired_test`` of ``claim_differences``, against ``paper_effect`` for "direction" and "interaction"
-    claims: the test behind ``judge``'s line."""
+def claim_test(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], pool_rows: Sequence[Hashable] | None = None
+) -> PairedTest:
+    """The paired test behind a pairwise or "interaction" claim's line (against ``paper_effect`` for "direction"
+    and "interaction" claims), pooled over ``pool_rows`` (default: every row of ``results``) where allowed."""
     effect = claim.paper_effect if claim.kind in ("direction", "interaction") else None
-    return paired_test(claim_differences(claim, results), effect)
+    better, reference = compared_rows(claim, results) if claim.kind != "interaction" else (None, None)
+    pool = pooled_table(results, list(results) if pool_rows is None else pool_rows, claim.metric)
+    return tested(claim, claim_differences(claim, results), contrast(claim, better, reference), pool, effect)
 
 
-def _judge_every(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any]) -> dict[str, Any]:
-    def differences(row: Hashable) -> np.ndarray:
-        if claim.better is not None:  # better beats each candidate
-            return record_differences(results[claim.better], results[row], claim.metric)
-        return record_differences(results[row], results[claim.reference], claim.metric)
+_PAIR = re.compile(r"(\d+(?:\.\d+)?)\s*(?:vs\.?|->|→)\s*(\d+(?:\.\d+)?)")
 
-    tests = {row: paired_test(differences(row), claim.paper_effect) for row in claim.candidates}
-    verdicts = [t.verdict for t in tests.values()]
-    weakest = min(tests, key=lambda r: tests[r].mean)
-    test = tests[weakest]
-    line.update(
-        format_test(test, claim.percent),
-        seeds=test.n,
-        verdict="reproduced"
-        if all(v == "reproduced" for v in verdicts)
-        else "opposite"
-        if "opposite" in verdicts
-        else "inconclusive",
+
+def paper_base(claim: Claim) -> float | None:
+    """The paper's reference value (a fraction) behind ``paper_effect``: ``claim.paper_base``, else the pair "A vs
+    B" / "B -> A" in ``paper_value`` whose difference is the paper's effect (within 0.15 pp); ``None`` if neither."""
+    if claim.paper_base is not None or claim.paper_effect is None:
+        return claim.paper_base
+    for a, b in _PAIR.findall(claim.paper_value):
+        a_, b_ = float(a) / 100, float(b) / 100
+        if abs(a_ - b_ - claim.paper_effect) < 0.0015:
+            return b_
+        if abs(b_ - a_ - claim.paper_effect) < 0.0015:
+            return a_
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _chance(eval_config: str) -> dict[str, float]:
+    from vlp_lib.suite import EvalConfig, chance_levels
+
+    return chance_levels(EvalConfig.from_record(json.loads(eval_config)))
+
+
+def our_chance(records: Sequence[dict], metric: str) -> float:
+    """What a random guesser scores on ``metric`` under the records' evaluation (``suite.chance_levels``); 0 where
+    it names no chance level for the metric."""
+    config = records[0]["config"]
+    keys = ("eval_tasks", "scale", "task_train", "task_test", "retrieval_images", "eval_probes")
+    try:
+        return float(_chance(json.dumps({k: config[k] for k in keys if k in config}, sort_keys=True)).get(metric, 0.0))
+    except (KeyError, ValueError, TypeError):
+        return 0.0
+
+
+def effect_scales(claim: Claim, results: Mapping[Any, Sequence[dict]], d: np.ndarray, test: PairedTest) -> str:
+    """The verdict with the paper's effect on each of ``stats.EFFECT_SCALES`` ("points +9.30 pp: ...; logit ...;
+    headroom ..."): direction claims on a percent metric with a stated effect; "" otherwise."""
+    if claim.kind != "direction" or claim.paper_effect is None or not claim.percent or claim.minus is not None:
+        return ""
+    reference = results[claim.reference]
+    ours = float(np.mean(seed_values(reference, claim.metric)))
+    effects = stats.effect_on_scales(
+        claim.paper_effect, paper_base(claim), ours, claim.paper_chance, our_chance(reference, claim.metric)
     )
+    pooled = (test.std, test.df) if test.pooled else None
+    parts = []
+    for scale, effect in effects.items():
+        if np.isfinite(effect):
+            verdict = paired_test(d, effect, margin=NO_EFFECT_MARGIN, pooled=pooled).verdict
+            parts.append(f"{scale} {100 * effect:+.2f} pp: {verdict}")
+    return "; ".join(parts)
+
+
+def _sign_test(values: Sequence[float] | np.ndarray) -> tuple[str, float]:
+    """Two-sided sign test of ``values`` against 0 (``CORRELATION_RULE``): (verdict, p)."""
+    from scipy.stats import binomtest
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v != 0)]
+    if len(v) < 2:
+        return "inconclusive", float("nan")
+    positive = int((v > 0).sum())
+    p = float(binomtest(positive, len(v)).pvalue)
+    if p < 0.05:
+        return ("reproduced" if positive * 2 > len(v) else "opposite"), p
+    return "inconclusive", p
+
+
+def _judge_every(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any], pool: Any
+) -> dict[str, Any]:
+    def pair(row: Hashable) -> tuple[Hashable, Hashable]:
+        return (claim.better, row) if claim.better is not None else (row, claim.reference)
+
+    rows = list(claim.candidates)
+    tests = [_pairwise(claim, results, pool, *pair(row)) for row in rows]
+    tests = [replace(t, seeds_needed=_plan(t, claim.paper_effect)) for t in tests]
+    verdict, p, decides = every_test(tests)
+    test = tests[decides]
+    reproduced = sum(t.verdict.startswith("reproduced") for t in tests)
+    line.update(format_test(test, claim.percent), seeds=test.n, verdict=verdict, p=p)
+    what = "the opposite one" if verdict == "opposite" else "weakest"
     line["book_value"] = (
-        f"{verdicts.count('reproduced')} of {len(verdicts)} reproduced; weakest {_label(weakest)}: {line['book_value']}"
+        f"{reproduced} of {len(tests)} reproduced; {what} {_label(rows[decides])}: {line['book_value']}"
     )
-    return line
+    return _mark(line, test)
 
 
-def _judge_sweep(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any]) -> dict[str, Any]:
-    per_setting = {value: results[row] for value, row in claim.grid}
-    means = {v: float(np.mean(seed_values(r, claim.metric))) for v, r in per_setting.items()}
+def _plan(test: PairedTest, effect: float | None) -> float:
+    target = effect if effect is not None else NO_EFFECT_MARGIN
+    return stats.planned_seeds(test.std, target, rows=int(round(test.df / (test.n - 1))) + 1 if test.n > 1 else 2)
+
+
+def _judge_best_of(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any], pool: Any
+) -> dict[str, Any]:
+    if claim.better is not None:  # "better is the best value": it beats every other
+        return _judge_every(replace(claim, kind="every"), results, line, pool)
+    rows = list(claim.candidates)
+    tests = [_pairwise(claim, results, pool, row, claim.reference) for row in rows]
+    verdict, p, decides = best_of_test(tests)
+    test = tests[decides]
+    line.update(format_test(test, claim.percent), seeds=test.n, verdict=verdict, p=p)
+    line["book_value"] += f" (best: {_label(rows[decides])}; Bonferroni over {len(rows)})"
+    return _mark(line, test)
+
+
+def _judge_sweep(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any], pool: Any
+) -> dict[str, Any]:
+    per_setting = {value: row for value, row in claim.grid}
+    for name, value in (("paper_best", claim.paper_best), ("endpoint", claim.endpoint)):
+        if value not in per_setting:
+            raise ValueError(f"claim {claim.id}: {name} {value!r} is not a grid value of {list(per_setting)}")
+    means = {v: float(np.mean(seed_values(results[r], claim.metric))) for v, r in per_setting.items()}
     best = max(means, key=lambda v: means[v])
-    test = paired_test(record_differences(per_setting[best], per_setting[claim.endpoint], claim.metric))
-    line.update(
-        format_test(test, claim.percent),
-        seeds=test.n,
-        verdict=sweep_test(per_setting, claim.metric, claim.paper_best, claim.endpoint),
+    test = _pairwise(claim, results, pool, per_setting[claim.paper_best], per_setting[claim.endpoint])
+    test = replace(test, seeds_needed=_plan(test, None))
+    verdict = (
+        "opposite"
+        if test.verdict == "opposite"
+        else "reproduced"
+        if test.verdict.startswith("reproduced")
+        else "inconclusive"
     )
+    line.update(format_test(test, claim.percent), seeds=test.n, verdict=verdict)
+    if verdict == "inconclusive":
+        line["p"] = min(1.0, 2 * min(test.one_sided(0.0, True), test.one_sided(0.0, False)))
     scale = 100 if claim.percent else 1
-    line["book_value"] = f"best at {best} ({scale * means[best]:.2f}); best - {claim.endpoint}: {line['book_value']}"
-    return line
+    line["book_value"] = (
+        f"{claim.paper_best} - {claim.endpoint}: {line['book_value']} (best seed-mean at {best}: {scale * means[best]:.2f})"
+    )
+    return _mark(line, test)
 
 
 def _judge_correlation(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any]) -> dict[str, Any]:
     rho = rank_correlations(results[claim.better], results[claim.reference], claim.keys)
     if claim.control is None:
         values = np.array(list(rho.values()))
-        verdict = (
-            "inconclusive"
-            if len(values) < 2
-            else "reproduced"
-            if (values > 0).all()
-            else "opposite"
-            if (values < 0).all()
-            else "inconclusive"
-        )
+        verdict, p = _sign_test(values)
         line.update(
             book_value=f"rho {', '.join(f'{v:+.2f}' for v in values)} (seeds {sorted(rho)})",
             verdict=verdict,
+            p=p,
             seeds=len(values),
         )
         return line
@@ -343,10 +487,12 @@ def judge(
     results: Mapping[Any, Sequence[dict]],
     paper: str,
     checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+    pool_rows: Sequence[Hashable] | None = None,
 ) -> dict[str, Any]:
     """The scorecard line of ``claim`` (of ``paper``) from ``{row: records}``: "not run" when a row it reads has
     no records, always for kind "not_run". ``checks``: for "every_draw" claims, ``{check: (each
-    evaluation's (holds, reverse holds), seeds, what one evaluation is)}`` ("not run" without it)."""
+    evaluation's (holds, reverse holds), seeds, what one evaluation is)}`` ("not run" without it). ``pool_rows``:
+    the rows whose variance is pooled (``report.POOLING_RULE``; default every row of ``results``)."""
     line = blank_line(claim, paper)
     if claim.kind == "not_run":
         return line
@@ -355,15 +501,20 @@ def judge(
             return line
         outcomes, seeds, what = checks[claim.check]
         holds, reverse = sum(h for h, _ in outcomes), sum(r for _, r in outcomes)
-        verdict = "reproduced" if holds == len(outcomes) else "opposite" if reverse == len(outcomes) else "inconclusive"
-        line.update(book_value=f"holds in {holds} of {len(outcomes)} {what}", verdict=verdict, seeds=seeds)
+        verdict, p = _sign_test([1.0] * holds + [-1.0] * reverse)
+        if verdict == "reproduced" and holds < len(outcomes):  # the claim is "in every draw"
+            verdict = "inconclusive"
+        line.update(book_value=f"holds in {holds} of {len(outcomes)} {what}", verdict=verdict, p=p, seeds=seeds)
         return line
     if any(not results.get(row) for row in claim.rows()):
         return line
+    pool = pooled_table(results, list(results) if pool_rows is None else pool_rows, claim.metric)
     if claim.kind == "sweep":
-        return _judge_sweep(claim, results, line)
+        return _judge_sweep(claim, results, line, pool)
     if claim.kind == "every":
-        return _judge_every(claim, results, line)
+        return _judge_every(claim, results, line, pool)
+    if claim.kind == "best_of":
+        return _judge_best_of(claim, results, line, pool)
     if claim.kind == "correlation":
         return _judge_correlation(claim, results, line)
     if claim.kind == "timing":
@@ -378,26 +529,36 @@ def judge(
         )
         return line
     d = claim_differences(claim, results)
-    test = claim_test(claim, results)
-    line.update(format_test(test, claim.percent), verdict=test.verdict, seeds=test.n)
+    test = claim_test(claim, results, pool_rows)
     margin = claim.margin if claim.margin is not None else 0.0
-    if claim.kind == "best_of":
-        better, reference = compared_rows(claim, results)
-        line["book_value"] += (
-            f" (best: {_label(better)})" if claim.better is None else f" (best other: {_label(reference)})"
-        )
-    elif claim.kind == "equivalence":
-        line["verdict"] = equivalence_test(d, margin)
-        line["seeds_needed"] = equivalence_seeds(test.mean, test.std, margin) if test.n >= 2 else ""
-    elif claim.kind == "noninferiority":
-        line["verdict"] = noninferiority_verdict(test, margin)
-        line["seeds_needed"] = ""
-    elif claim.kind == "match":
+    if claim.kind in ("equivalence", "noninferiority", "match"):
+        kind = "equivalence" if claim.kind == "equivalence" else "noninferiority"
+        test = replace(test, seeds_needed=stats.planned_seeds(test.std, margin, kind, rows=_rows(test)))
+    line.update(format_test(test, claim.percent), verdict=test.verdict, seeds=test.n)
+    line["effect_scales"] = effect_scales(claim, results, d, test)
+    if claim.kind == "equivalence":
+        pooled = (test.std, test.df) if test.pooled else None
+        line["verdict"], line["p"] = equivalence_test(d, margin, pooled)
+    elif claim.kind in ("noninferiority", "match"):
+        line["verdict"], line["p"] = noninferiority_test(test, margin)
+    if claim.kind == "match":
         a, b = list(results[claim.better]), list(results[claim.reference])
         rel, rel_reference = relative_epochs(a, b), relative_epochs(b, b)
         line["book_value"] += f" at {rel:.2f} vs {rel_reference:.2f} relative epochs"
-        line["verdict"] = noninferiority_verdict(test, margin, rel < rel_reference)
+        if rel >= rel_reference:  # not faster: the claim's "in less time" fails, measured, not tested
+            line["verdict"], line["p"] = "opposite", float("nan")
+    return _mark(line, test)
+
+
+def _mark(line: dict[str, Any], test: PairedTest) -> dict[str, Any]:
+    """Mark a claim that a new experiment would plan beyond ``SEED_BUDGET`` seeds: "needs about N"."""
+    if test.seeds_needed > SEED_BUDGET:
+        line["seeds_needed"] = f"needs about {seeds_text(test.seeds_needed)}"
     return line
+
+
+def _rows(test: PairedTest) -> int:
+    return int(round(test.df / (test.n - 1))) + 1 if test.n > 1 and test.pooled else 2
 
 
 def claims_table(
@@ -414,8 +575,23 @@ def claims_table(
     if notebook is not None and notebook not in valid:
         shown = tuple(valid) if notebooks is not None else valid
         raise ValueError(f"notebook must be one of {shown}, got {notebook!r}")
-    lines = [judge(c, results, paper, checks) for c in claims if notebook is None or c.notebook == notebook]
+    pools = notebook_rows(claims)
+    lines = [
+        judge(c, results, paper, checks, pools[c.notebook])
+        for c in claims
+        if notebook is None or c.notebook == notebook
+    ]
     return pd.DataFrame(lines, columns=SCORECARD_COLUMNS).set_index("id")
+
+
+def notebook_rows(claims: Sequence[Claim]) -> dict[str, list[Hashable]]:
+    """``{notebook: the rows its claims read}``: the rows whose variance a claim's test pools
+    (``report.POOLING_RULE``), the same on the notebook's page and on the scorecard."""
+    out: dict[str, list[Hashable]] = {}
+    for c in claims:
+        out.setdefault(c.notebook, [])
+        out[c.notebook] += [r for r in c.rows() if r not in out[c.notebook]]
+    return out
 
 
 def judge_stored(
@@ -427,4 +603,5 @@ def judge_stored(
     """Every claim judged on the stored records ``stored(row)`` gives (``None``: not run); trains nothing."""
     rows = {row for c in claims for row in c.rows()}
     results = {row: records for row in rows if (records := stored(row)) is not None}
-    return [judge(c, results, paper, checks) for c in claims]
+    pools = notebook_rows(claims)
+    return [judge(c, results, paper, checks, pools[c.notebook]) for c in claims]

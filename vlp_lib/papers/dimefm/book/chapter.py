@@ -41,16 +41,17 @@ import pandas as pd
 
 from vlp_lib import experiment
 from vlp_lib.book import plan
-from vlp_lib.book.claims import (  # noqa: F401 (interaction_differences, equivalence_seeds: the chapter's API)
+from vlp_lib.book.claims import (  # noqa: F401 (interaction_differences: the chapter's API)
+    BEST_OF_RULE,
+    CORRELATION_RULE,
     Claim,
-    equivalence_seeds,
     interaction_differences,
     judge_stored,
     rank_correlations,
 )
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.book.report import EQUIVALENCE_RULE
+from vlp_lib.book.report import EQUIVALENCE_RULE, EVERY_RULE, NONINFERIORITY_RULE
 from vlp_lib.config import scale_defaults
 from vlp_lib.data import corpora, vocab
 from vlp_lib.data.tasks import ROBUST_TASKS, SEVEN_TASKS, SHAPE_SET_A, SHAPE_SET_B
@@ -976,21 +977,16 @@ def _claims() -> list[Claim]:
 
 CLAIMS: list[Claim] = _claims()
 RULES: list[str] = [
-    EQUIVALENCE_RULE + f" Margins: D1 {100 * MARGINS['D1']:.0f} pp, D2 {100 * MARGINS['D2']:.0f} pp. Its 'seeds "
-    "to decide' is the smallest n whose half-width would put the interval inside or outside the margin.",
-    f"'Not below' claims (D11, non-inferiority with a {100 * NONINFERIORITY_MARGIN:.0f} pp margin): reproduced when "
-    "the 95% t interval of the per-seed difference lies above -1 pp, opposite when it lies entirely below -1 pp, "
-    "inconclusive otherwise and with fewer than 2 seeds.",
-    "'Best of' claims (D7, D10_in1k): the candidate with the best seed-mean is compared per seed with the reference "
-    "by the 95% t interval (the choice of the best makes it slightly optimistic).",
+    EQUIVALENCE_RULE + f" Margins: D1 {100 * MARGINS['D1']:.0f} pp, D2 {100 * MARGINS['D2']:.0f} pp.",
+    NONINFERIORITY_RULE + f" D11's margin: {100 * NONINFERIORITY_MARGIN:.0f} pp.",
+    BEST_OF_RULE + " (D7, D10_in1k). " + EVERY_RULE,
     "Difference-of-differences claims (D4, D5_gap, D10_setting, D10_with_pvl): per seed, the signed sum of four "
     "values (two paired differences), judged like a difference by the 95% t interval.",
-    "Rank claims (D4_teacher): Spearman's rho between the student's per-shape zero-shot on shapes24 (24 shapes) and "
-    "the teacher's, per student seed: reproduced when rho > 0 in every seed, opposite when rho < 0 in every seed. "
-    "D4_teacher_vs_clip: per seed, rho(teacher) - rho(C_big of the same seed), by the 95% t interval: shapes that "
-    "are hard for any model would make rho(teacher) > 0 by themselves; the control asks for more.",
-    "MMD claims (D6): reproduced when the ordering holds for every kernel (linear, polynomial, RBF) and every "
-    "subsampling draw, opposite when the reverse ordering holds in all of them, inconclusive otherwise.",
+    CORRELATION_RULE + " D4_teacher: the student's per-shape zero-shot on shapes24 against the teacher's; "
+    "D4_teacher_vs_clip: per seed, rho(teacher) - rho(C_big of the same seed): shapes that are hard for any model "
+    "would make rho(teacher) > 0 by themselves; the control asks for more.",
+    "MMD claims (D6): the ordering must hold for every kernel (linear, polynomial, RBF) and every subsampling draw, "
+    "and the sign test over those evaluations must find it (CORRELATION_RULE); opposite when it finds the reverse.",
 ]
 
 

@@ -433,9 +433,9 @@ def judged(
 def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear") -> pd.DataFrame:
     """Each claim of ``paper_claims`` tested on this book's runs by ``vlp_lib.book.claims.judge``
     (``report.paired_test``): the per-seed (paired) difference between the claimed-better setting and its
-    reference, mean ± std and its 95% t interval in percentage points, the verdict (``report.VERDICT_RULE``,
-    against the paper's gain where it states one), the minimum detectable effect at the seeds run and the seeds
-    that would decide the claim at the measured spread.
+    reference, mean ± std and its 95% t interval in percentage points on ``df`` degrees of freedom (pooled over the
+    bars, ``report.POOLING_RULE``), the verdict (``report.VERDICT_RULE``, against the paper's gain where it states
+    one) and its p, the minimum detectable effect at the seeds run and the seeds a new experiment would plan.
 
     Pairing by seed matters here: a seed that trains well does so in every setting, so the std of the bars
     (``sweep_table``) is mostly that common luck, and the std of the per-seed differences is not."""
@@ -451,9 +451,11 @@ def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg
                 "paper gain (pp)": None if c.paper_effect is None else round(100 * c.paper_effect, 2),
                 "book gain (pp)": f"{100 * test.mean:+.2f} ± {100 * test.std:.2f}",
                 "95% interval": line["interval"],
+                "df": line["df"],
                 "verdict": line["verdict"],
+                "p": round(float(line["p"]), 4),
                 "detectable effect": line["mde"],
-                "seeds to decide": line["seeds_needed"],
+                "seeds planned": line["seeds_needed"],
                 "gain": test.mean,
                 "gain_std": test.std,
                 "seeds": line["seeds"],
@@ -487,9 +489,11 @@ CLAIMS_TABLE_COLUMNS = [
     "paper gain (pp)",
     "book gain (pp)",
     "95% interval",
+    "df",
     "verdict",
+    "p",
     "detectable effect",
-    "seeds to decide",
+    "seeds planned",
     "gain",
     "gain_std",
     "seeds",

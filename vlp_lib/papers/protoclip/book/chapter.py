@@ -254,7 +254,8 @@ MATCH_RULE = (
     "'Matches in less time' (non-inferiority with a 1 pp margin): reproduced when it takes less time "
     "(relative epochs) and the 95% t interval of its per-seed difference lies above -1 pp; opposite when it "
     "takes more time or the interval lies entirely below -1 pp; inconclusive otherwise (an interval that "
-    "reaches below -1 pp cannot show a match), and with fewer than 2 seeds."
+    "reaches below -1 pp cannot show a match), and with fewer than 2 seeds; seeds planned for 80% power to clear "
+    "-1 pp when the true difference is 0."
 )
 RULES = [MATCH_RULE, TIMING_RULE]  # beyond report.VERDICT_RULE (the scorecard prints them)
 CLAIM_KINDS = ("direction", "match", "timing", "best_of")  # of vlp_lib.book.claims.KINDS
