@@ -275,3 +275,26 @@ def test_a_match_needs_its_interval_above_the_margin():
     assert verdict([-0.05, 0.03, -0.01]) == "inconclusive"  # too wide to show a match
     assert verdict([-0.05, -0.04, -0.045]) == "opposite"
     assert verdict([0.01]) == "inconclusive"
+
+
+def test_a_pilot_plans_seeds_and_never_enters_a_verdict():
+    from vlp_lib.book import pilot
+
+    pilot.check_disjoint("laptop")  # the chapters judge on 0, 1, 2; the pilot runs 100, 101
+    t3 = {r.label: r for r in chapter.TABLE3}
+    for seed, luck in zip(pilot.PILOT_SEEDS, (0.0, 0.05)):
+        _record(t3["ProtoCLIP w/o RoBERTa"], seed, {"avg3/linear": 0.30 + luck}, {}, "laptop")
+        _record(t3["- w/o PBT"], seed, {"avg3/linear": 0.29 + luck + 0.004 * seed}, {}, "laptop")
+        _record(t3["- w/o soft target"], seed, {"avg3/linear": 0.30 + luck - 0.003 * seed}, {}, "laptop")
+    table = pilot.plan("laptop").set_index("id")
+    pbt = table.loc["table3_pbt"]
+    assert pbt["pilot_seeds"] == 2 and pbt["planned_seeds"] >= 2 and pbt["within_budget"] in ("yes", "no")
+    assert table.loc["table3_teacher", "pilot_seeds"] == 0  # not run in the pilot: nothing planned
+    pilot.plan("laptop").to_csv(pilot.plan_path("laptop"), index=False)
+    card = pilot.with_plan(report.scorecard("laptop"), "laptop").set_index("id")
+    assert card.loc["table3_pbt", "verdict"] == "not run"  # pilot seeds decide nothing
+    n = pbt["planned_seeds"]
+    expected = str(int(n)) if n <= report.SEED_BUDGET else "needs about"
+    assert card.loc["table3_pbt", "pilot_plan"].startswith(expected)
+    with pytest.raises(ValueError, match="pilot chapters"):
+        pilot.run("laptop", ["nowhere"])

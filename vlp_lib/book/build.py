@@ -166,10 +166,12 @@ def execute(
     scale: str = "laptop",
     notebooks_dir: Path = NOTEBOOKS_DIR,
     executed_dir: Path = EXECUTED_DIR,
+    parameters: dict[str, str] | None = None,
 ) -> float:
     """Execute the notebooks of chapters (or notebooks) ``names`` (all when empty) with papermill at ``scale``
-    into ``executed_dir``, clean each, print each one's time and the total; returns the total seconds.
-    ``subprocess.CalledProcessError`` when a notebook fails (its executed copy shows where)."""
+    (and ``parameters``, papermill's ``-p name value``) into ``executed_dir``, clean each, print each one's time
+    and the total; returns the total seconds. ``subprocess.CalledProcessError`` when a notebook fails (its
+    executed copy shows where)."""
     selected = select_notebooks(names)
     executed_dir.mkdir(parents=True, exist_ok=True)
     total = 0.0
@@ -192,6 +194,7 @@ def execute(
                 "-p",
                 "scale",
                 scale,
+                *(arg for name, value in (parameters or {}).items() for arg in ("-p", name, value)),
                 "--cwd",
                 str(notebooks_dir),
             ],

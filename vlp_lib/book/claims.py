@@ -221,6 +221,7 @@ def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
         "paper_value": claim.paper_value,
         **format_test(None),
         "effect_scales": "",
+        "eval_noise": "",
         "verdict": "not run",
         "seeds": 0,
     }
@@ -377,6 +378,56 @@ def effect_scales(claim: Claim, results: Mapping[Any, Sequence[dict]], d: np.nda
     return "; ".join(parts)
 
 
+ACCURACY_METRICS = ("zeroshot_top1", "zeroshot_top5", "linear", "knn")
+EVALUATION_NOISE_RULE = (
+    "Evaluation noise: the test sets are fixed and finite, so a per-seed difference of accuracies carries at most "
+    "sqrt(2 p (1 - p) / N) of evaluation noise (N test images, p the reference's accuracy; the two models err on "
+    "the same images often, which makes the true share smaller), for a group average sqrt(sum 2 p_i (1 - p_i) / N) / "
+    "k over its k tasks; shown beside the share of the differences' own variance it could explain (metrics that are "
+    "not accuracies or recalls: none stated)."
+)
+
+
+def evaluation_noise(records: Sequence[dict], metric: str) -> float:
+    """The upper bound of evaluation noise in one per-seed difference of ``metric`` (``EVALUATION_NOISE_RULE``)
+    at the accuracy ``records`` (the reference's runs) reach; ``nan`` where no bound is stated."""
+    from vlp_lib.suite import AVERAGE_GROUPS
+
+    config = records[0]["config"]
+    group, _, name = metric.partition("/")
+
+    def p(key: str) -> float:
+        return float(np.mean([r["metrics"].get(key, np.nan) for r in records]))
+
+    try:
+        if group in AVERAGE_GROUPS and name in ACCURACY_METRICS:
+            tasks = [t for t in AVERAGE_GROUPS[group][0] if f"{t}/{name}" in records[0]["metrics"]]
+            ps = np.array([p(f"{t}/{name}") for t in tasks])
+            n = int(config["task_test"])
+            return float(np.sqrt(np.sum(2 * ps * (1 - ps) / n)) / len(ps)) if len(ps) else float("nan")
+        if name in ACCURACY_METRICS:
+            n = int(config["task_test"])
+        elif group.startswith("retrieval") and "R@" in name:
+            n = int(config["retrieval_images"])
+        else:
+            return float("nan")
+    except (KeyError, TypeError, ValueError):
+        return float("nan")
+    value = p(metric)
+    return float(np.sqrt(2 * value * (1 - value) / n)) if np.isfinite(value) else float("nan")
+
+
+def noise_text(records: Sequence[dict], metric: str, test: PairedTest) -> str:
+    """ "0.95 pp (24% of the spread)": ``evaluation_noise`` and the share of the differences' own variance it
+    could explain; "" where no bound is stated."""
+    bound = evaluation_noise(records, metric)
+    if not np.isfinite(bound):
+        return ""
+    own = test.own_std
+    share = f" ({min(1.0, bound**2 / own**2):.0%} of the spread)" if np.isfinite(own) and own > 0 else ""
+    return f"{100 * bound:.2f} pp{share}"
+
+
 def _sign_test(values: Sequence[float] | np.ndarray) -> tuple[str, float]:
     """Two-sided sign test of ``values`` against 0 (``CORRELATION_RULE``): (verdict, p)."""
     from scipy.stats import binomtest
@@ -442,6 +493,8 @@ def _judge_sweep(
     best = max(means, key=lambda v: means[v])
     test = _pairwise(claim, results, pool, per_setting[claim.paper_best], per_setting[claim.endpoint])
     test = replace(test, seeds_needed=_plan(test, None))
+    if claim.percent:
+        line["eval_noise"] = noise_text(results[per_setting[claim.endpoint]], claim.metric, test)
     verdict = (
         "opposite"
         if test.verdict == "opposite"
@@ -536,6 +589,8 @@ def judge(
         test = replace(test, seeds_needed=stats.planned_seeds(test.std, margin, kind, rows=_rows(test)))
     line.update(format_test(test, claim.percent), verdict=test.verdict, seeds=test.n)
     line["effect_scales"] = effect_scales(claim, results, d, test)
+    if claim.percent and claim.reference is not None and claim.kind != "interaction":
+        line["eval_noise"] = noise_text(results[claim.reference], claim.metric, test)
     if claim.kind == "equivalence":
         pooled = (test.std, test.df) if test.pooled else None
         line["verdict"], line["p"] = equivalence_test(d, margin, pooled)

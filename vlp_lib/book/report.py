@@ -407,6 +407,7 @@ SCORECARD_COLUMNS = [
     "verdict",
     "p",
     "effect_scales",
+    "eval_noise",
     "mde",
     "seeds_needed",
     "seeds",

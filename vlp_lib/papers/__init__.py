@@ -49,9 +49,10 @@ class Chapter:
     def _module(self) -> Any:
         return importlib.import_module(self.module)
 
-    def claims(self, scale: str = "laptop") -> list[dict[str, Any]]:
-        """Every claim of the chapter judged on the results store at ``scale`` (trains nothing)."""
-        return self._module().claims(scale)
+    def claims(self, scale: str = "laptop", seeds: Any = None) -> list[dict[str, Any]]:
+        """Every claim of the chapter judged on the results store at ``scale`` (trains nothing), on its seeds or
+        on ``seeds`` (a pilot's)."""
+        return self._module().claims(scale) if seeds is None else self._module().claims(scale, seeds)
 
     def seeds(self, scale: str = "laptop") -> list[int]:
         """The seeds the chapter's claims are judged on at ``scale``."""

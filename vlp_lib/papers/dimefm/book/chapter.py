@@ -1023,9 +1023,11 @@ def claims_table(
     return _claims_table(CLAIMS, results, PAPER, notebook, CLAIM_NOTEBOOKS, mmd_checks(mmd))
 
 
-def claims(scale: str = "laptop") -> list[dict[str, Any]]:
-    """Every claim judged on the results store at ``scale`` (the scale's default seeds; trains nothing)."""
-    return judge_stored(CLAIMS, lambda row: stored(row, scale), PAPER, mmd_checks(mmd_record(scale, compute=False)))
+def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing)."""
+    return judge_stored(
+        CLAIMS, lambda row: stored(row, scale, seeds), PAPER, mmd_checks(mmd_record(scale, compute=False))
+    )
 
 
 def not_run_table() -> pd.DataFrame:

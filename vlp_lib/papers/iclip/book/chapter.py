@@ -367,6 +367,6 @@ def claims_table(results: dict[Row, list[dict]], notebook: str | None = None) ->
     return _claims_table(CLAIMS, results, "iCLIP", notebook)
 
 
-def claims(scale: str = "laptop") -> list[dict[str, Any]]:
-    """Every claim judged on the results store at ``scale`` (the scale's default seeds; trains nothing)."""
-    return judge_stored(CLAIMS, lambda row: stored(row, scale), "iCLIP")
+def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing)."""
+    return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), "iCLIP")

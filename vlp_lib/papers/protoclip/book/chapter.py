@@ -502,10 +502,11 @@ def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = N
     return _claims_table(on_rows, results, PAPER, notebook, CLAIM_NOTEBOOKS)
 
 
-def _ablation_lines(scale: str) -> dict[str, dict[str, Any]]:
-    """Scorecard lines of Fig. 6's claims from the ablation's stored runs at ``scale`` (its default plan): a
-    sweep's claims are judged once all of its runs and the base runs are stored."""
-    sweeps = ablation.make_plan(scale if scale in ablation.ABLATION_SCALES else "laptop")
+def _ablation_lines(scale: str, seeds: Sequence[int] | None = None) -> dict[str, dict[str, Any]]:
+    """Scorecard lines of Fig. 6's claims from the ablation's stored runs at ``scale`` (its default plan, on
+    ``seeds`` if given): a sweep's claims are judged once all of its runs and the base runs are stored."""
+    plan_scale = scale if scale in ablation.ABLATION_SCALES else "laptop"
+    sweeps = ablation.make_plan(plan_scale) if seeds is None else ablation.make_plan(plan_scale, seeds=seeds)
     records = [(r, experiment.stored(r.config)) for r in sweeps.runs]
     complete = {r.sweep for r, _ in records} - {r.sweep for r, rec in records if rec is None}
     if "base" not in complete:
@@ -514,13 +515,18 @@ def _ablation_lines(scale: str) -> dict[str, dict[str, Any]]:
     return ablation.scorecard_lines(results, sweeps, PAPER)
 
 
-def claims(scale: str = "laptop") -> list[dict[str, Any]]:
+def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Every claim of ``CLAIMS`` judged on the results store at ``scale`` (the scale's default seeds; Fig. 6
     from the ablation's default plan): one dict per claim with the keys of ``report.SCORECARD_COLUMNS``;
-    verdict "not run" when its runs are not stored."""
+    verdict "not run" when its runs are not stored. ``seeds``: other seeds than the scale's (a pilot's)."""
     on_rows = [c for c in CLAIMS if c.notebook != "ablation"]
-    lines = {c.id: line for c, line in zip(on_rows, judge_stored(on_rows, lambda row: stored(row, scale), PAPER))}
-    fig6 = _ablation_lines(scale)
+    lines = {
+        c.id: line
+        for c, line in zip(
+            on_rows, judge_stored(on_rows, lambda row: stored(row, scale, tuple(seeds) if seeds else None), PAPER)
+        )
+    }
+    fig6 = _ablation_lines(scale, seeds)
     return [lines[c.id] if c.notebook != "ablation" else fig6.get(c.id, blank_line(c, PAPER)) for c in CLAIMS]
 
 

@@ -362,6 +362,6 @@ def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = N
     return _claims_table(CLAIMS, results, PAPER, notebook, CLAIM_NOTEBOOKS)
 
 
-def claims(scale: str = "laptop") -> list[dict[str, Any]]:
-    """Every claim judged on the results store at ``scale`` (the scale's default seeds)."""
-    return judge_stored(CLAIMS, lambda row: stored(row, scale), PAPER)
+def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``)."""
+    return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), PAPER)
