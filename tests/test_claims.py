@@ -87,3 +87,13 @@ def test_evaluation_noise_bounds_a_differences_test_set_share():
     group = [{"config": {"seed": 0, "task_test": 1000}, "metrics": metrics}]
     by_hand = math.sqrt(sum(2 * a * (1 - a) / 1000 for a in accuracies.values())) / 3
     assert claims.evaluation_noise(group, "avg3/linear") == pytest.approx(by_hand)
+
+
+def test_a_row_trained_once_stays_out_of_the_pool():
+    rng = np.random.default_rng(4)
+    rows = {name: _records(0.3 + rng.normal(0, 0.01, size=3)) for name in "abcd"}
+    rows["teacher"] = [{"config": {"seed": 7}, "metrics": {"m": 0.9}}]
+    claim = claims.Claim("X", "a beats b", "s", "direction", "m", "p", notebook="nb", better="a", reference="b")
+    table, spanned = claims.pooled_table(rows, list(rows), "m", [0, 1, 2])
+    assert "teacher" not in spanned and table.df == 6
+    assert claims.judge(claim, rows, "P")["df"] in ("6 pooled", "2")  # pooled unless Bartlett objects

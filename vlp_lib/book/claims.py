@@ -228,22 +228,35 @@ def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
 
 
 def pooled_table(
-    results: Mapping[Any, Sequence[dict]], rows: Sequence[Hashable], metric: str
+    results: Mapping[Any, Sequence[dict]],
+    rows: Sequence[Hashable],
+    metric: str,
+    seeds: Sequence[int] | None = None,
 ) -> tuple[stats.Pooled, tuple[Hashable, ...]] | None:
-    """``stats.pooled_variance`` of ``metric`` over those of ``rows`` that ran and report it, on the seeds every
-    one of them has (``POOLING_RULE``), with the rows it spans; ``None`` without two such rows and two seeds."""
+    """``stats.pooled_variance`` of ``metric`` over those of ``rows`` that ran, report it and have every one of
+    ``seeds`` (a claim's; default: the seeds all such rows share), on exactly those seeds (``POOLING_RULE``), with
+    the rows it spans; ``None`` without two such rows and two seeds. A row run on other seeds (a teacher trained
+    once) stays out of the table rather than shrinking it."""
     values = {}
     for row in rows:
         records = results.get(row)
         if records and all(metric in r.get("metrics", {}) for r in records):
             values[row] = per_seed(records, metric)
+    if seeds is not None:
+        values = {row: v for row, v in values.items() if set(seeds) <= set(v)}
     if len(values) < 2:
         return None
-    seeds = sorted(set.intersection(*(set(v) for v in values.values())))
+    seeds = sorted(set.intersection(*(set(v) for v in values.values())) if seeds is None else seeds)
     if len(seeds) < 2:
         return None
     table = np.array([[v[s] for s in seeds] for v in values.values()])
     return stats.pooled_variance(table, seeds), tuple(values)
+
+
+def claim_seeds(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> list[int]:
+    """The seeds every row the claim reads has (those of its per-seed differences)."""
+    sets = [{int(r["config"]["seed"]) for r in results[row]} for row in claim.rows() if results.get(row)]
+    return sorted(set.intersection(*sets)) if sets else []
 
 
 def contrast(claim: Claim, better: Hashable, reference: Hashable) -> dict[Hashable, float] | None:
@@ -320,7 +333,9 @@ def claim_test(
     and "interaction" claims), pooled over ``pool_rows`` (default: every row of ``results``) where allowed."""
     effect = claim.paper_effect if claim.kind in ("direction", "interaction") else None
     better, reference = compared_rows(claim, results) if claim.kind != "interaction" else (None, None)
-    pool = pooled_table(results, list(results) if pool_rows is None else pool_rows, claim.metric)
+    pool = pooled_table(
+        results, list(results) if pool_rows is None else pool_rows, claim.metric, claim_seeds(claim, results)
+    )
     return tested(claim, claim_differences(claim, results), contrast(claim, better, reference), pool, effect)
 
 
@@ -561,7 +576,9 @@ def judge(
         return line
     if any(not results.get(row) for row in claim.rows()):
         return line
-    pool = pooled_table(results, list(results) if pool_rows is None else pool_rows, claim.metric)
+    pool = pooled_table(
+        results, list(results) if pool_rows is None else pool_rows, claim.metric, claim_seeds(claim, results)
+    )
     if claim.kind == "sweep":
         return _judge_sweep(claim, results, line, pool)
     if claim.kind == "every":
