@@ -5,6 +5,8 @@ at the top of every page that reports numbers, and it runs end to end through pa
 import ast
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -16,6 +18,7 @@ import pytest
 
 from vlp_lib.book import build as bookbuild
 from vlp_lib.book import pages
+from vlp_lib.paths import REPO_ROOT
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -180,3 +183,68 @@ def test_runs_at_smoke_scale(path, smoke_runs):
         if "<Figure size" in "".join(out.get("data", {}).get("text/plain", ""))
     ]
     assert all("image/png" in data for data in figures), "every displayed figure reaches the page as a PNG"
+
+
+LIST_MARKER = re.compile(r"^\s*([+*-]|\d+\.)\s")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_plumbing_is_collapsed_and_inline_math_is_never_cut_by_a_list(path):
+    """The cell after the parameters (imports, paths, checks) is collapsed on the page (``hide-input``), so the page
+    opens with its parameters and results; and no markdown line starts with a list marker while an inline ``$``
+    is open (the line would become a bullet and the equation raw TeX: "+ \\mathcal{L}_{cls}$")."""
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    tags = code[1].get("metadata", {}).get("tags", [])
+    assert {"hide-input", "remove-input"} & set(tags), f"{path.name}: its setup cell is not collapsed"
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for paragraph in "".join(cell["source"]).split("\n\n"):
+            if paragraph.lstrip().startswith("$$"):
+                continue
+            open_dollars = 0
+            for line in paragraph.split("\n"):
+                assert not (open_dollars % 2 and LIST_MARKER.match(line)), f"{path.name}: {line!r} cuts inline math"
+                open_dollars += line.count("$") - line.count("\\$")
+
+
+@pytest.mark.notebooks
+def test_the_built_book_reads_offline_and_whole(smoke_runs, tmp_path):
+    """The smoke-built book as a reader without network sees it (jupyter-book build of the executed notebooks):
+    no resource loaded from the network (MathJax is bundled), no pandas truncation, no TeX outside rendered math,
+    and every claim of the scorecard on its page."""
+    stems = [p.stem for p in NOTEBOOKS]
+    if set(stems) - set(smoke_runs):
+        pytest.skip("needs every notebook executed (the whole notebook tier)")
+    root = REPO_ROOT
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(root / name, tmp_path / name)
+    shutil.copytree(root / "book", tmp_path / "book", ignore=shutil.ignore_patterns("executed"))
+    (tmp_path / "book" / "executed").mkdir()
+    for stem in stems:
+        nbformat.write(bookbuild.clean(smoke_runs[stem].result()), tmp_path / "book" / "executed" / f"{stem}.ipynb")
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(tmp_path), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    html = tmp_path / "_build" / "html"
+    pages_html = {p: p.read_text() for p in html.rglob("*.html") if "_static" not in p.parts}
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()
+    network = re.compile(r"<(?:script|link|img)\b[^>]*\b(?:src|href)=\"(?:https?:)?//")
+    math = re.compile(r"<(span|div) class=\"math[^\"]*\">.*?</\1>", re.S)
+    for page, text in pages_html.items():
+        assert not network.search(text), f"{page.name} loads a resource from the network"
+        assert "rows ×" not in text, f"{page.name}: pandas truncated a table"
+        visible = re.sub(r"<(script|style)\b.*?</\1>", "", math.sub("", text), flags=re.S)
+        visible = re.sub(r"<pre\b.*?</pre>|<code\b.*?</code>", "", visible, flags=re.S)
+        for delimiter in ("\\(", "\\)", "$\\", "\\mathcal"):
+            assert delimiter not in visible, f"{page.name} shows raw TeX {delimiter!r}"
+    scorecard = pages_html[html / "book" / "executed" / "scorecard.html"]
+    from vlp_lib.papers import chapters
+
+    ids = [line["id"] for chapter in chapters() for line in chapter.claims("smoke")]
+    missing = [i for i in ids if f">{i}<" not in scorecard]
+    assert not missing, f"claims missing from the scorecard page: {missing}"
