@@ -1,14 +1,19 @@
 # vlp-book: two commands on a fresh machine.
-#   make book   create/update .venv, execute every notebook (papermill), build the HTML book
+#   make book   create/update .venv, then build the HTML book from the shipped release (release/: executed pages and
+#               their run records; trains nothing), executing the notebooks (papermill) only where there is no
+#               release or EXECUTE=1 asks for it
 #   make test   create/update .venv, run the test suite (quick tier, then the notebooks at smoke scale)
-# Options: SCALE=smoke|laptop|paper (notebook scale for `make book`), PYTHON=python3.11,
-#   CHAPTERS="protoclip" (chapters or notebooks to execute, see vlp_lib/book/pages.py CHAPTERS; default: all; the
-#   other pages keep their last build, or show "not built yet"). `make test-quick`: the checks and the tests without
-#   notebooks; `make lint`: ruff and mypy only.
+# Options: EXECUTE=1 (re-make the pages of CHAPTERS, or of every chapter), SCALE=smoke|laptop|paper (notebook scale
+#   when executing), PYTHON=python3.11, CHAPTERS="iclip" (chapters or notebooks, see vlp_lib/book/pages.py CHAPTERS;
+#   default: all; the other pages come from the release, keep their last build, or show "not built yet").
+#   `make verify CHAPTERS=iclip`: re-make chapters from empty caches in a scratch store and compare with the release;
+#   `make release CHAPTERS=iclip` (maintainers): ship book/executed and the store's current records into release/.
+#   `make test-quick`: the checks and the tests without notebooks; `make lint`: ruff and mypy only.
 
 PYTHON ?= python3
 SCALE ?= laptop
 CHAPTERS ?=
+EXECUTE ?=
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -16,7 +21,7 @@ EXECUTED := book/executed
 # jupyter-book/sphinx warnings are errors: a failing notebook or a broken reference fails the build
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: venv test test-quick lint notebooks book bench lab clean
+.PHONY: venv test test-quick lint notebooks book release verify bench lab clean
 
 venv: $(STAMP)
 
@@ -45,12 +50,21 @@ lint: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.build execute --scale $(SCALE) $(CHAPTERS)
 
-book: notebooks
+book: $(STAMP)
+	@if [ "$(EXECUTE)" = "1" ] || [ ! -f release/manifest.json ]; then $(MAKE) --no-print-directory notebooks; fi
+	$(BIN)/python -m vlp_lib.book.release install
 	$(BIN)/python -m vlp_lib.book.build placeholders
 	@start=$$(date +%s); $(BIN)/jupyter-book build . $(JB_FLAGS) \
 		&& echo "jupyter-book build: $$(( $$(date +%s) - start )) s"
 	@$(BIN)/python -m vlp_lib.book.build times
 	@echo "book: _build/html/index.html"
+
+release: $(STAMP)
+	$(BIN)/python -m vlp_lib.book.release make --scale $(SCALE) $(CHAPTERS)
+	$(BIN)/python -m vlp_lib.book.release check
+
+verify: $(STAMP)
+	$(BIN)/python -m vlp_lib.book.release verify $(CHAPTERS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

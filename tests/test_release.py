@@ -1,0 +1,106 @@
+"""The release: shipping executed pages and records, installing them with provenance, checking them whole, and
+comparing a re-make with them; on fake pages and records (the real release is tested when present)."""
+
+import gzip
+import json
+
+import pytest
+
+from vlp_lib import experiment, runs
+from vlp_lib.book import release
+from vlp_lib.book.pages import CHAPTERS
+from vlp_lib.papers.iclip.book import chapter as iclip
+from vlp_lib.paths import results_dir
+
+SHIPPED = ["world", "baseline", "iclip", "scorecard"]  # the core's chapters and one paper's
+
+
+def _page(path, scale="laptop", title="# A page"):
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": title},
+            {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": 1},
+        ],
+        "metadata": {"papermill": {"parameters": {"scale": scale}}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(nb))
+
+
+def _executed(tmp_path, scale="laptop"):
+    executed = tmp_path / "executed"
+    executed.mkdir(parents=True)
+    for notebooks in CHAPTERS.values():
+        for nb in notebooks:
+            _page(executed / f"{nb}.ipynb", scale)
+    (executed / ".times.json").write_text(json.dumps({"scale": scale, "seconds": {"iclip_ratio": 600.0}}))
+    return executed
+
+
+def _store_one_iclip_run(seed=0, value=0.3):
+    config = iclip.config(iclip.ICLIP, "laptop", seed)
+    runs.save(experiment.RUN_KIND, config.to_dict(), {"avg3/linear": value}, {}, paper=experiment.paper(config))
+
+
+def test_make_check_install(tmp_path):
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    with pytest.raises(ValueError, match="no record"):
+        release.make(["iclip"], "laptop", executed, target)  # nothing made by today's code for iCLIP
+    _store_one_iclip_run()
+    manifest = release.make(SHIPPED, "laptop", executed, target)
+    entry = manifest["chapters"]["iclip"]
+    assert entry["minutes"] == {"iclip_ratio": 10.0} and entry["seeds"] == iclip.resolve_seeds("laptop", None)
+    assert entry["fingerprints"] == {"core": runs.code_fingerprint(None), "iclip": runs.code_fingerprint("iclip")}
+    assert len(manifest["records"]) == 1
+    assert release.check(target) == [f"chapters not in the release: {[c for c in CHAPTERS if c not in SHIPPED]}"]
+    # installed pages carry their provenance; a page executed here is kept
+    book = tmp_path / "book"
+    book.mkdir()
+    _page(book / "iclip_unicl.ipynb", title="# executed here")
+    installed = release.install(target, book)
+    assert "iclip_unicl" not in installed and "iclip_ratio" in installed
+    page = json.loads((book / "iclip_ratio.ipynb").read_text())
+    assert page["metadata"][release.RELEASE_MARK] and "Numbers from the book's release" in page["cells"][1]["source"]
+    assert "this page took 10.0 min" in page["cells"][1]["source"] and "warning" not in page["cells"][1]["source"]
+    assert json.loads((book / "iclip_unicl.ipynb").read_text())["cells"][0]["source"] == "# executed here"
+    assert "iclip_ratio" in release.install(target, book)  # an installed page is replaced by the release's
+
+
+def test_check_finds_what_is_wrong(tmp_path):
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run()
+    manifest = release.make(SHIPPED, "laptop", executed, target)
+    rel = next(iter(manifest["records"]))
+    record = json.loads(gzip.decompress((target / rel).read_bytes()))
+    record["metrics"]["avg3/linear"] = 0.99  # altered after shipping
+    (target / rel).write_bytes(gzip.compress(json.dumps(record).encode()))
+    manifest["records"][rel] = release._sha256(target / rel)  # even with the manifest updated: its own checksum
+    (target / release.MANIFEST).write_text(json.dumps(manifest))
+    assert any("not whole" in p for p in release.check(target))
+    (target / release.PAGES / "iclip_ratio.ipynb").unlink()
+    assert any("iclip_ratio missing" in p for p in release.check(target))
+    with pytest.raises(ValueError, match="scale"):
+        release.make(["iclip"], "smoke", _executed(tmp_path / "other", "smoke"), target)
+
+
+def test_a_page_says_when_its_code_changed(tmp_path):
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run()
+    manifest = release.make(["iclip"], "laptop", executed, target)
+    entry = manifest["chapters"]["iclip"]
+    name = next(f for f in entry["files"]["iclip"] if f.endswith("method.py"))
+    entry["files"]["iclip"][name] = "0" * 64  # as if method.py had been edited since the release
+    assert release.changed_files(entry) == [name]
+    assert name in release.provenance(entry) and "has changed since the release" in release.provenance(entry)
+
+
+def test_compare_records_and_verdicts(tmp_path):
+    a, b = tmp_path / "a" / "train", tmp_path / "b" / "train"
+    a.mkdir(parents=True), b.mkdir(parents=True)
+    (a / "x.json").write_text(json.dumps({"metrics": {"m": 0.5, "n": 0.2}}))
+    (b / "x.json").write_text(json.dumps({"metrics": {"m": 0.5 + release.TOLERANCE / 2, "n": 0.21}}))
+    assert release.compare_records(a.parent, b.parent) == ["train/x n: release 0.2, re-made 0.21"]
+    _store_one_iclip_run()
+    verdicts = release.verdicts(results_dir(), "laptop")
+    assert set(verdicts) >= {"iclip", "protoclip"} and set(verdicts["iclip"].values()) == {"not run"}

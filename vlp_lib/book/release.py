@@ -1,0 +1,402 @@
+"""The book's shipped evidence: executed pages and the run records behind them, in ``release/``, with a manifest; and
+the check that today's code re-makes them.
+
+    python -m vlp_lib.book.release make [chapters] --scale laptop   # ship book/executed + the store (maintainers)
+    python -m vlp_lib.book.release install                          # the release's pages into book/executed
+    python -m vlp_lib.book.release check                            # the release whole: pages, records, checksums
+    python -m vlp_lib.book.release verify [chapters]                # re-make from empty caches, compare
+
+``release/`` holds ``executed/<notebook>.ipynb`` (cleaned executed notebooks, figures as embedded PNGs: they open on
+GitHub with their outputs), ``records/<kind>/<hash>.json.gz`` (every current record of the results store at the
+release's scale, gzip-compressed: a training record is about 105 kB of JSON, mostly its loss history, and 26 kB
+compressed) and ``manifest.json``: per chapter its notebooks, the commit, the code fingerprints of its scopes
+(``runs.code_fingerprint``) with a hash per fingerprinted file, the date, the machine, the scale, the seeds and each
+notebook's minutes; per record file its SHA-256.
+
+``install`` copies the release's pages into ``book/executed/`` with a provenance note under each page's title:
+where its numbers come from (commit, date, machine, scale, seeds) and, when the code its runs depend on has changed
+since (a per-paper fingerprint differs), which files changed. A page executed here (``make book EXECUTE=1``) is
+never overwritten: installed pages carry the marker ``RELEASE_MARK`` in their metadata.
+
+``verify`` executes chapters' notebooks at the release's scale into a scratch store (``VLP_RESULTS_DIR``,
+``VLP_CACHE_DIR`` and ``VLP_CHECKPOINT_DIR`` in a temporary folder: the release and the working store are never
+touched), then compares every metric of every run both have (``TOLERANCE``) and every claim's verdict, and reports
+records of the release the re-make did not produce. Exit status 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from vlp_lib import runs
+from vlp_lib.book.build import EXECUTED_DIR, TIMES_FILE, clean, execute
+from vlp_lib.book.pages import CHAPTERS, select_notebooks
+from vlp_lib.papers import chapters as paper_chapters
+from vlp_lib.paths import REPO_ROOT, results_dir
+
+RELEASE_DIR = REPO_ROOT / "release"
+MANIFEST = "manifest.json"
+PAGES = "executed"
+RECORDS = "records"
+RELEASE_MARK = "vlp_release"  # notebook metadata key of a page installed from the release
+# Metrics compared by ``verify``: the same code on the same CPU kind should give identical numbers, but the linear
+# probes' liblinear solver draws from a process-global random state when scikit-learn fits classes in threads
+# (one difference of 1.2e-5 was seen); 1e-4 (0.01 pp) is far below any effect the book reports. Across CPU kinds
+# (other SIMD widths) float summation order changes and training drifts: expect differences of about 1 pp and
+# verdicts on a knife's edge to flip; ``verify`` reports both.
+TOLERANCE = 1e-4
+
+
+def machine() -> dict[str, Any]:
+    """The CPU model, its logical cores and the platform, as the manifest states them."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "platform": platform.platform()}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _scopes(chapter: str) -> list[str]:
+    """The record scopes a chapter's pages rest on: the core, and the chapter's paper if it is one."""
+    papers = {c.name for c in paper_chapters()}
+    return [runs.CORE, *([chapter] if chapter in papers else [])]
+
+
+def _seeds(chapter: str, scale: str) -> list[int]:
+    for c in paper_chapters():
+        if c.name == chapter:
+            return c.seeds(scale)
+    return []
+
+
+def _page_scale(path: Path) -> str | None:
+    nb = json.loads(path.read_text())
+    return nb.get("metadata", {}).get("papermill", {}).get("parameters", {}).get("scale")
+
+
+def chapter_entry(chapter: str, scale: str, executed_dir: Path = EXECUTED_DIR) -> dict[str, Any]:
+    """The manifest's entry of ``chapter`` made now: ``ValueError`` when one of its pages is missing from
+    ``executed_dir`` or was executed at another scale."""
+    notebooks = CHAPTERS[chapter]
+    for nb in notebooks:
+        page = executed_dir / f"{nb}.ipynb"
+        if not page.exists():
+            raise ValueError(f"chapter {chapter}: {page} is missing: execute it first (make book CHAPTERS={chapter})")
+        if _page_scale(page) != scale:
+            raise ValueError(f"chapter {chapter}: {page} was executed at scale {_page_scale(page)!r}, not {scale!r}")
+    times_path = executed_dir / TIMES_FILE
+    times = json.loads(times_path.read_text()) if times_path.exists() else {}
+    seconds = times.get("seconds", {}) if times.get("scale") == scale else {}
+    return {
+        "notebooks": notebooks,
+        "commit": runs.git_commit(),
+        "fingerprints": {scope: runs.code_fingerprint(scope) for scope in _scopes(chapter)},
+        "files": {
+            scope: {
+                path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path)
+                for path in runs.fingerprinted_files(None if scope == runs.CORE else scope)
+            }
+            for scope in _scopes(chapter)
+        },
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "scale": scale,
+        "seeds": _seeds(chapter, scale),
+        "minutes": {nb: round(seconds[nb] / 60, 1) for nb in notebooks if nb in seconds},
+    }
+
+
+def _store_records(scale: str, root: Path | None = None) -> Iterator[tuple[str, Path, dict]]:
+    """(kind, path, record) of every current record of the results store at ``scale`` (records without a scale
+    in their config, e.g. frozen caches, are kept)."""
+    root = root or results_dir()
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("*.json")):
+            record = runs.read(path)
+            if record is None or not runs.current(record):
+                continue
+            config = record.get("config", {})
+            if isinstance(config, dict) and config.get("scale", scale) != scale:
+                continue
+            yield folder.name, path, record
+
+
+def make(
+    names: Sequence[str] = (),
+    scale: str = "laptop",
+    executed_dir: Path = EXECUTED_DIR,
+    release: Path = RELEASE_DIR,
+) -> dict[str, Any]:
+    """Ship chapters ``names`` (all when empty) from ``executed_dir`` and the results store into ``release``:
+    their pages, every current record at ``scale`` (a record made by other code than today's is refused: it is
+    not copied, and a chapter whose scopes have no current record is an error) and the manifest. Returns it."""
+    chosen = list(names) or list(CHAPTERS)
+    unknown = [n for n in chosen if n not in CHAPTERS]
+    if unknown:
+        raise ValueError(f"chapters must be among {list(CHAPTERS)}, got {unknown}")
+    manifest_path = release / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"chapters": {}, "records": {}}
+    if manifest.get("scale", scale) != scale:
+        raise ValueError(f"the release is at scale {manifest['scale']!r}; make it again from scratch for {scale!r}")
+    entries = {name: chapter_entry(name, scale, executed_dir) for name in chosen}
+    shipped = list(_store_records(scale))
+    for name in chosen:
+        scopes = set(_scopes(name)) - {runs.CORE}
+        if scopes and not any(r.get("scope") in scopes for _, _, r in shipped):
+            raise ValueError(f"chapter {name}: no record of {sorted(scopes)} made by today's code in {results_dir()}")
+    (release / PAGES).mkdir(parents=True, exist_ok=True)
+    for name, entry in entries.items():
+        for nb in entry["notebooks"]:
+            shutil.copy(executed_dir / f"{nb}.ipynb", release / PAGES / f"{nb}.ipynb")
+        manifest["chapters"][name] = entry
+    for kind, path, _ in shipped:
+        target = release / RECORDS / kind / f"{path.name}.gz"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+        manifest["records"][target.relative_to(release).as_posix()] = _sha256(target)
+    manifest["scale"] = scale
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def read_manifest(release: Path = RELEASE_DIR) -> dict[str, Any] | None:
+    """The release's manifest, or ``None`` when there is no release."""
+    path = release / MANIFEST
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def changed_files(entry: dict[str, Any]) -> list[str]:
+    """The fingerprinted files of a chapter's scopes that differ from the release's (changed, added or gone)."""
+    out = []
+    for scope, files in entry.get("files", {}).items():
+        now = {
+            path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path)
+            for path in runs.fingerprinted_files(None if scope == runs.CORE else scope)
+        }
+        out += [f for f in sorted(set(files) | set(now)) if files.get(f) != now.get(f)]
+    return sorted(set(out))
+
+
+def provenance(entry: dict[str, Any], minutes: float | None = None) -> str:
+    """The note under an installed page's title: where its numbers come from and whether today's code still
+    makes them."""
+    m = entry["machine"]
+    seeds = ", ".join(map(str, entry["seeds"])) or "as the page states"
+    took = f"; this page took {minutes:.1f} min to execute" if minutes is not None else ""
+    text = (
+        f"```{{note}}\nNumbers from the book's release: commit `{(entry['commit'] or 'unknown')[:12]}`, "
+        f"{entry['date']}, {m['cpu']} ({m['cores']} cores), scale `{entry['scale']}`, seeds {seeds}{took}.\n```"
+    )
+    changed = changed_files(entry)
+    if changed:
+        shown = ", ".join(f"`{f}`" for f in changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        text += (
+            "\n\n```{warning}\nThe code these runs depend on has changed since the release: "
+            f"{shown}. Re-make this chapter with `make book CHAPTERS=<chapter> EXECUTE=1`.\n```"
+        )
+    return text
+
+
+def install(release: Path = RELEASE_DIR, executed_dir: Path = EXECUTED_DIR) -> list[str]:
+    """Copy the release's pages into ``executed_dir`` with their provenance note, except pages executed here
+    (without ``RELEASE_MARK``); returns the notebooks installed."""
+    manifest = read_manifest(release)
+    if manifest is None:
+        return []
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    installed = []
+    for entry in manifest["chapters"].values():
+        for nb in entry["notebooks"]:
+            target = executed_dir / f"{nb}.ipynb"
+            if target.exists() and not json.loads(target.read_text()).get("metadata", {}).get(RELEASE_MARK):
+                continue  # executed here: newer than the release
+            page = clean(json.loads((release / PAGES / f"{nb}.ipynb").read_text()))
+            note = {"cell_type": "markdown", "metadata": {}, "source": provenance(entry, entry["minutes"].get(nb))}
+            if page["nbformat"] >= 4 and page.get("nbformat_minor", 0) >= 5:
+                note["id"] = f"release-{nb}"[:64]
+            first = next((i for i, c in enumerate(page["cells"]) if c["cell_type"] == "markdown"), -1)
+            page["cells"].insert(first + 1, note)
+            page["metadata"][RELEASE_MARK] = True
+            (executed_dir / f"{nb}.md").unlink(missing_ok=True)  # a placeholder must not shadow the page
+            target.write_text(json.dumps(page, indent=1, ensure_ascii=False) + "\n")
+            installed.append(nb)
+    return installed
+
+
+def check(release: Path = RELEASE_DIR) -> list[str]:
+    """What is wrong with the release (empty: nothing): a chapter or page missing, a record file missing, altered
+    (its SHA-256) or not a whole record (its own checksum), a page at another scale than the release."""
+    manifest = read_manifest(release)
+    if manifest is None:
+        return [f"no release at {release}"]
+    problems = []
+    missing = [c for c in CHAPTERS if c not in manifest["chapters"]]
+    if missing:
+        problems.append(f"chapters not in the release: {missing}")
+    for name, entry in manifest["chapters"].items():
+        for nb in entry["notebooks"]:
+            page = release / PAGES / f"{nb}.ipynb"
+            if not page.exists():
+                problems.append(f"{name}: page {nb} missing")
+            elif _page_scale(page) != manifest["scale"]:
+                problems.append(f"{name}: page {nb} executed at {_page_scale(page)!r}")
+    for rel, digest in manifest["records"].items():
+        path = release / rel
+        if not path.exists():
+            problems.append(f"record {rel} missing")
+            continue
+        if _sha256(path) != digest:
+            problems.append(f"record {rel} altered (SHA-256)")
+            continue
+        record = json.loads(gzip.decompress(path.read_bytes()))
+        if "checksum" in record and record["checksum"] != runs.checksum(record):
+            problems.append(f"record {rel} is not whole (its checksum)")
+    return problems
+
+
+def unpack(release: Path, root: Path) -> Path:
+    """The release's records as a results store under ``root`` (for judging claims on them); returns the store."""
+    store = root / "results"
+    for rel in (read_manifest(release) or {}).get("records", {}):
+        kind, name = Path(rel).parts[1], Path(rel).name[: -len(".gz")]
+        (store / kind).mkdir(parents=True, exist_ok=True)
+        (store / kind / name).write_bytes(gzip.decompress((release / rel).read_bytes()))
+    return store
+
+
+@contextmanager
+def using_store(store: Path, accept_stale: bool = False) -> Iterator[None]:
+    """Read the results store ``store`` (``VLP_RESULTS_DIR``) inside the block, stale records too if asked."""
+    saved = {k: os.environ.get(k) for k in ("VLP_RESULTS_DIR", "VLP_ACCEPT_STALE")}
+    os.environ["VLP_RESULTS_DIR"] = str(store)
+    if accept_stale:
+        os.environ["VLP_ACCEPT_STALE"] = "1"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def verdicts(store: Path, scale: str, accept_stale: bool = False) -> dict[str, dict[str, str]]:
+    """``{chapter: {claim id: verdict}}`` of every paper chapter judged on the records of ``store``."""
+    with using_store(store, accept_stale):
+        return {c.name: {line["id"]: line["verdict"] for line in c.claims(scale)} for c in paper_chapters()}
+
+
+def compare_records(release_store: Path, remade_store: Path, tolerance: float = TOLERANCE) -> list[str]:
+    """Differences between two stores' records of the same runs: a metric beyond ``tolerance``, a run of the
+    release the re-make lacks is not reported here (``verify`` says which chapters it re-made)."""
+    out = []
+    for path in sorted(release_store.rglob("*.json")):
+        other = remade_store / path.relative_to(release_store)
+        if not other.exists():
+            continue
+        a, b = json.loads(path.read_text()), json.loads(other.read_text())
+        for key, value in a.get("metrics", {}).items():
+            new = b.get("metrics", {}).get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if not isinstance(new, (int, float)) or abs(float(new) - float(value)) > tolerance:
+                    out.append(f"{path.parent.name}/{path.stem} {key}: release {value!r}, re-made {new!r}")
+    return out
+
+
+def verify(names: Sequence[str], release: Path = RELEASE_DIR, keep: Path | None = None) -> list[str]:
+    """Re-make chapters ``names`` (all when empty) from empty caches into a scratch store and compare them with
+    the release (module docstring); returns the differences (empty: verified)."""
+    manifest = read_manifest(release)
+    if manifest is None:
+        raise ValueError(f"no release at {release} to verify against")
+    scale = manifest["scale"]
+    scratch = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="vlp-verify-"))
+    env_keys = ("VLP_RESULTS_DIR", "VLP_CACHE_DIR", "VLP_CHECKPOINT_DIR")
+    saved = {k: os.environ.get(k) for k in env_keys}
+    for key, sub in zip(env_keys, ("remade", "cache", "checkpoints")):
+        os.environ[key] = str(scratch / sub)
+    try:
+        execute(select_notebooks(names), scale, executed_dir=scratch / "executed")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    release_store = unpack(release, scratch / "release")
+    differences = compare_records(release_store, scratch / "remade")
+    remade = {c for c in (names or list(CHAPTERS)) if c in {p.name for p in paper_chapters()}}
+    for path in sorted(release_store.rglob("*.json")):  # the chapter's own runs the re-make did not produce
+        record = json.loads(path.read_text())
+        if record.get("scope") in remade and not (scratch / "remade" / path.relative_to(release_store)).exists():
+            differences.append(f"{path.parent.name}/{path.stem} ({record['scope']}): in the release, not re-made")
+    before, after = verdicts(release_store, scale, accept_stale=True), verdicts(scratch / "remade", scale)
+    for chapter in sorted(remade):
+        for claim, verdict in before[chapter].items():
+            if after[chapter].get(claim) != verdict:
+                differences.append(f"claim {claim}: release {verdict!r}, re-made {after[chapter].get(claim)!r}")
+    return differences
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vlp_lib.book.release", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("make", help="ship chapters' executed pages and the store's current records")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--scale", default="laptop")
+    sub.add_parser("install", help="the release's pages into book/executed (pages executed here are kept)")
+    sub.add_parser("check", help="the release whole: every page, every record and its checksum")
+    p = sub.add_parser("verify", help="re-make chapters from empty caches and compare with the release")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--keep", default=None, help="a folder for the scratch store (default: a temporary one)")
+    args = parser.parse_args(argv)
+    names = [n for arg in getattr(args, "names", []) for n in arg.replace(",", " ").split()]
+    try:
+        if args.command == "make":
+            manifest = make(names, args.scale)
+            size = sum(p.stat().st_size for p in RELEASE_DIR.rglob("*") if p.is_file())
+            print(
+                f"release: {len(manifest['chapters'])} chapters, {len(manifest['records'])} records, {size / 1e6:.1f} MB"
+            )
+        elif args.command == "install":
+            installed = install()
+            print(
+                f"installed from the release: {', '.join(installed) or 'nothing (no release, or every page executed here)'}"
+            )
+        elif args.command == "check":
+            problems = check()
+            print("\n".join(problems) or "release whole")
+            return 1 if problems else 0
+        else:
+            differences = verify(names, keep=args.keep)
+            print("\n".join(differences) or f"verified: the re-made numbers match the release within {TOLERANCE}")
+            return 1 if differences else 0
+    except ValueError as err:
+        parser.error(str(err))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
