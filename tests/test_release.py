@@ -1,6 +1,7 @@
 """The release: shipping executed pages and records, installing them with provenance, checking them whole, and
 comparing a re-make with them; on fake pages and records (the real release is tested when present)."""
 
+import ast
 import gzip
 import json
 
@@ -104,3 +105,29 @@ def test_compare_records_and_verdicts(tmp_path):
     _store_one_iclip_run()
     verdicts = release.verdicts(results_dir(), "laptop")
     assert set(verdicts) >= {"iclip", "protoclip"} and set(verdicts["iclip"].values()) == {"not run"}
+
+
+def glued(page: dict, name: str):
+    """The value a notebook glued under ``name`` (myst-nb ``glue``), from its outputs."""
+    for cell in page["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
+                data = out["data"]
+                text = data.get("text/plain", data.get(out["metadata"]["scrapbook"]["mime_prefix"] + "text/plain"))
+                return json.loads(ast.literal_eval(text))  # glue stores the string's repr
+    raise KeyError(name)
+
+
+@pytest.mark.skipif(release.read_manifest() is None, reason="no release shipped yet")
+def test_the_shipped_release_is_whole_and_its_scorecard_matches_its_records(tmp_path):
+    assert release.check() == []
+    manifest = release.read_manifest()
+    store = release.unpack(release.RELEASE_DIR, tmp_path)
+    judged = {
+        k: v
+        for lines in release.verdicts(store, manifest["scale"], accept_stale=True).values()
+        for k, v in lines.items()
+    }
+    page = json.loads((release.RELEASE_DIR / release.PAGES / "scorecard.ipynb").read_text())
+    shown = {line["id"]: line["verdict"] for line in glued(page, "score_lines")}
+    assert shown == judged, "the scorecard page and the shipped records disagree: re-make the scorecard and release it"
