@@ -1,0 +1,209 @@
+"""The head-to-head chapter (issue 26): its configs, its parameters refused before compute, the equal-seconds
+calibration on hand-computed records, its claims judged on fake stored records, and the scorecard's lines."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vlp_lib import experiment
+from vlp_lib.book import report
+from vlp_lib.papers.headtohead.book import chapter
+from vlp_lib.papers.headtohead.book.chapter import CLIP, VARIANTS, Calibration, Row, Run
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "headtohead.ipynb"
+
+
+@pytest.mark.parametrize("scale", ["smoke", "laptop", "paper"])
+def test_every_variant_builds_a_valid_config_at_every_scale(scale):
+    unit = chapter.unit_episodes(scale)
+    sizes = chapter.CHAPTER_SCALES[scale]
+    assert sizes["train_size"] % sizes["episode_size"] == 0 and sizes["episode_size"] % sizes["batch_size"] == 0
+    for name, variant in VARIANTS.items():
+        config = chapter.config(chapter.run_of(name, unit), scale, 0)
+        assert config.method == variant.method
+        assert chapter.trained_samples(config.to_dict()) == (
+            unit * sizes["episode_size"] if variant.method != "icmlm" else (unit - unit // 2) * sizes["episode_size"]
+        )
+        # the common setting: one world, batch, lr, evaluation; the image tower's size only where it must differ
+        assert (config.train_size, config.train.batch_size, config.train.lr) == (
+            sizes["train_size"],
+            sizes["batch_size"],
+            sizes["lr"],
+        )
+        assert list(config.eval.tasks) == chapter.EVAL_TASKS
+        assert config.context_length == (chapter.CONTEXT_LENGTH if variant.text_tower else chapter.IMAGE_ONLY_CONTEXT)
+        assert config.image_size == (
+            max(sizes["image_size"], chapter.IMAGE_ONLY_SIZE) if not variant.text_tower else sizes["image_size"]
+        )
+        if variant.method == "icmlm":  # its TP_Postag start: the other half of its samples
+            init = config.method_args.init
+            assert init.method == "tp" and chapter.trained_samples(init.to_dict()) == unit // 2 * sizes["episode_size"]
+    chapter.check_plan(scale, [0], list(VARIANTS))
+
+
+def test_rows_clip_at_its_own_seconds_is_its_equal_samples_row():
+    assert Row(CLIP, "seconds", 1.0) == Row(CLIP) and Row("iclip", "seconds") != Row("iclip")
+    assert chapter.resolve(Row("iclip", "seconds"), "smoke", None) is None  # not calibrated: not run
+    assert chapter.resolve(Row("icmlm"), "laptop", None) == Run("icmlm", 3, 3)  # 6 episodes: 3 of TP, then 3
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["nope"], ["clip", "clip"], [], [3], {"not": "a list"}, "dimefm"],
+)
+def test_bad_variants_are_refused_naming_the_parameter(bad):
+    with pytest.raises(ValueError, match="variants"):
+        chapter.check_variants(bad)
+
+
+def test_variants_always_include_clip_in_book_order():
+    assert chapter.check_variants(None) == list(VARIANTS)
+    assert chapter.check_variants(["icmlm", "protoclip"]) == [CLIP, "protoclip", "icmlm"]
+    assert chapter.check_variants("iclip,unicl") == [CLIP, "iclip", "unicl"]
+
+
+@pytest.mark.parametrize("bad", [[0], [-1.0], [0.5, 0.5], ["x"], [True], [float("inf")], [], {"not": "a list"}])
+def test_bad_time_factors_are_refused_naming_the_parameter(bad):
+    with pytest.raises(ValueError, match="time_factors"):
+        chapter.check_time_factors(bad)
+
+
+def test_time_factors_always_hold_one():
+    assert chapter.check_time_factors([2, 0.25]) == [0.25, 1.0, 2.0]
+    assert chapter.check_time_factors(None, "laptop") == sorted(chapter.CHAPTER_SCALES["laptop"]["time_factors"])
+
+
+def _cells() -> tuple[str, str]:
+    cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    index = next(i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", []))
+    return "".join(cells[index]["source"]), "".join(cells[index + 1]["source"])
+
+
+@pytest.mark.parametrize("name, value", [("variants", ["clip", "nope"]), ("time_factors", [0.5, 0.0])])
+def test_the_notebook_refuses_bad_input_before_any_compute(name, value, monkeypatch):
+    from vlp_lib.data import world
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("computed before validating")
+
+    monkeypatch.setattr(world, "generate", forbidden)
+    monkeypatch.setattr(experiment, "run", forbidden)
+    params, checks = _cells()
+    namespace: dict = {}
+    exec(compile(params, "parameters", "exec"), namespace)
+    namespace.update(scale="smoke", **{name: value})
+    with pytest.raises(ValueError, match=name):
+        exec(compile(checks, "checks", "exec"), namespace)
+
+
+# --- the equal-seconds calibration, by hand --------------------------------------------------------------------------
+
+
+def _record(variant: str, episodes: int, seconds: float, seed: int = 0, start: float = 0.0, **metrics) -> dict:
+    config = chapter.config(chapter.run_of(variant, episodes), "laptop", seed)
+    timings = {"training": seconds, "episode_start": start, "evaluation": 99.0, "setup": 50.0}
+    return {"config": config.to_dict(), "timings": timings, "metrics": metrics}
+
+
+def test_calibration_on_hand_computed_records():
+    # laptop: episodes of 1,024 samples, equal samples = 6 episodes = 6,144 samples
+    assert chapter.unit_episodes("laptop") == 6 and chapter.CHAPTER_SCALES["laptop"]["episode_size"] == 1_024
+    clip = [chapter.variant_record(_record(CLIP, 6, s, seed)) for seed, s in enumerate((10.0, 12.0))]
+    # ProtoCLIP: training 14 and 16 s plus 2 s of episode starts (K-Means, PBT) each: 16 + 18 -> mean 17 s
+    proto = [chapter.variant_record(_record("protoclip", 6, s, seed, start=2.0)) for seed, s in enumerate((14.0, 16.0))]
+    assert [r["samples"] for r in clip] == [6_144, 6_144] and proto[0]["seconds"] == 16.0
+    # ICMLM: its TP_Postag start (3 episodes, 3 s) and itself (3 episodes, 19 s): 22 s for 6,144 samples
+    icmlm = chapter.run_of("icmlm", 6)
+    assert icmlm == Run("icmlm", 3, 3)
+    own = _record("icmlm", 6, 19.0)
+    start = {"config": chapter.config(Run("tp_postag", icmlm.init_episodes), "laptop", 0).to_dict(), "timings": {}}
+    start["timings"] = {"training": 3.0}
+    combined = chapter.variant_record(own, start)
+    assert combined["samples"] == 6_144 and combined["seconds"] == 22.0
+    calibration = chapter.calibrate({CLIP: clip, "protoclip": proto, "icmlm": [combined]})
+    assert calibration.clip_seconds == pytest.approx(11.0)
+    assert calibration.seconds_per_sample["protoclip"] == pytest.approx(17.0 / 6_144)
+    assert calibration.relative_cost("protoclip") == pytest.approx(17.0 / 11.0)
+    # 11 s fit 11 / 17 * 6,144 = 3,975.5 samples = 3.88 episodes -> 4; 22 s fit 7,951.1 = 7.76 -> 8
+    assert calibration.episodes("protoclip", 1.0, 1_024) == 4
+    assert calibration.episodes("protoclip", 2.0, 1_024) == 8
+    # ICMLM: 11 s fit 11 / 22 * 6,144 = 3,072 samples = 3 episodes: 1 of TP_Postag, then 2 of ICMLM
+    assert calibration.episodes("icmlm", 1.0, 1_024) == 3
+    assert chapter.resolve(Row("icmlm", "seconds"), "laptop", calibration) == Run("icmlm", 2, 1)
+    assert chapter.resolve(Row("protoclip", "seconds", 2.0), "laptop", calibration) == Run("protoclip", 8)
+    assert chapter.resolve(Row(CLIP, "seconds"), "laptop", calibration) == Run(CLIP, 6)  # its own run, reused
+    # CLIP itself at 1x lands on its equal-samples amount, at 0.5x on half of it
+    assert calibration.episodes(CLIP, 1.0, 1_024) == 6 and calibration.episodes(CLIP, 0.5, 1_024) == 3
+    # a tiny budget still trains one episode (ICMLM: one of each)
+    assert Calibration({"iclip": 1.0, CLIP: 1.0}, 1.0).episodes("iclip", 0.01, 1_024) == 1
+    assert chapter.resolve(Row("icmlm", "seconds", 0.01), "laptop", calibration) == Run("icmlm", 1, 1)
+    with pytest.raises(ValueError, match="CLIP"):
+        chapter.calibrate({"protoclip": proto})
+
+
+# --- claims on fake stored records ---------------------------------------------------------------------------------
+
+GAINS = {CLIP: 0.0, "protoclip": 0.05, "pyramidclip": -0.05, "unicl": 0.0}  # avg3/linear over CLIP; others +0.02
+RATES = {"pyramidclip": 2.0, "tp_postag": 0.5}  # seconds per sample relative to CLIP; others 1
+
+
+def _variant_of(config: dict) -> str:
+    method, kwargs = config["method"], config["method_kwargs"]
+    if method == "protoclip":
+        return "protoclip" if kwargs.get("external_teacher") == "minilm" else "protoclip_no_teacher"
+    if method == "pyramidclip":
+        return "pyramidclip_no_roi" if "weights" in kwargs else "pyramidclip"
+    return {"clip": CLIP, "iclip": "iclip", "unicl": "unicl", "tp": "tp_postag", "icmlm": "icmlm"}[method]
+
+
+def _fake_store(monkeypatch):
+    """``experiment.stored`` answering every config of the chapter from its variant, seed and samples: a seed's
+    common luck, the variant's gain, a little noise of its own, and accuracy growing with the samples trained."""
+    names = list(VARIANTS)
+
+    def fake(config):
+        d = config.to_dict()
+        name, seed = _variant_of(d), d["seed"]
+        samples = chapter.trained_samples(d)
+        noise = np.random.default_rng([seed, names.index(name)]).normal(0.0, 0.002)
+        linear = 0.3 + GAINS.get(name, 0.02) + noise + 0.0001 * samples / 64 + 0.01 * np.sin(3.0 * seed)
+        seconds = RATES.get(name, 1.0) * samples / 100
+        return {"config": d, "metrics": {chapter.LINEAR: linear}, "timings": {"training": seconds}}
+
+    monkeypatch.setattr(chapter.experiment, "stored", fake)
+
+
+def test_claims_are_judged_on_stored_records(monkeypatch):
+    seeds = [0, 1, 2, 3, 4]
+    _fake_store(monkeypatch)
+    lines = {line["id"]: line for line in chapter.claims("smoke", seeds)}
+    assert set(lines) == {c.id for c in chapter.CLAIMS} and len(lines) == 2 * (len(VARIANTS) - 1)
+    assert lines["H_protoclip_samples"]["verdict"] == "reproduced"
+    assert lines["H_pyramidclip_samples"]["verdict"] == "opposite"
+    assert lines["H_unicl_samples"]["verdict"] == "no effect"
+    assert all(line["seeds"] == 5 and line["paper"] == "Head to head" for line in lines.values())
+    # PyramidCLIP costs twice CLIP per sample: at CLIP's seconds it trains half the samples (smoke: 1 episode of 2)
+    calibration = chapter.stored_calibration("smoke", seeds)
+    assert calibration is not None and calibration.relative_cost("pyramidclip") == pytest.approx(2.0)
+    assert chapter.resolve(Row("pyramidclip", "seconds"), "smoke", calibration) == Run("pyramidclip", 1)
+    assert chapter.resolve(Row("tp_postag", "seconds"), "smoke", calibration) == Run("tp_postag", 4)
+    assert lines["H_pyramidclip_seconds"]["verdict"] == "opposite"
+    # the notebook's table judges the same records the same way
+    rows = {row for claim in chapter.CLAIMS for row in claim.rows()}
+    results = {row: chapter.stored(row, "smoke", seeds, calibration) for row in rows}
+    table = chapter.claims_table(results, notebook="headtohead")
+    assert table.loc["H_protoclip_samples", "verdict"] == "reproduced"
+    assert "above CLIP: ProtoCLIP" in chapter.verdict_summary(table, "samples")
+    summary = chapter.summary_table(results, calibration, list(VARIANTS))
+    assert summary.loc["PyramidCLIP", "cost per step (x CLIP)"] == "2.00"
+    assert chapter.metric_table(results, list(VARIANTS), chapter.ZERO_SHOT).loc["TP_Postag (K = 50)"].iloc[0] == "—"
+
+
+def test_without_runs_every_claim_reaches_the_scorecard_as_not_run():
+    card = report.scorecard("smoke")
+    ours = card[card["paper"] == "Head to head"].set_index("id")
+    assert set(ours.index) == {c.id for c in chapter.CLAIMS}
+    assert (ours["verdict"] == "not run").all()
+    assert all(rule in chapter.RULES for rule in [chapter.CALIBRATION_RULE])

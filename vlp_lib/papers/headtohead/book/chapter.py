@@ -1,0 +1,812 @@
+"""The runs behind the head-to-head chapter (issue 26) and its claims, as data: which of the five papers' ideas gives
+the most over CLIP at equal training samples, and at equal wall-clock seconds on this machine?
+
+No paper compares these methods with each other: each compares itself with CLIP on its own data, budget and
+evaluation. Here every variant trains on the same world pairs (the default web world), with the same image tower,
+batch size, learning rate and schedule, and is evaluated by the same suite; the seed fixes initialisation and data
+order, so a variant and CLIP of one seed see the same pairs in the same episodes. The chapter defines no method:
+every run belongs to the paper that defines its method (its record carries that paper's code fingerprint), and
+this module writes each method's arguments as the plain ``method_kwargs`` its paper's ``Args`` reads (a paper
+never imports another paper, and this folder imports none).
+
+**The common setting** (``CHAPTER_SCALES``): ``rn-tiny`` at 32 px (every method takes it; ICMLM's last map is
+then 1×1, so its attention has one cell to attend to: said on the page), context length 32 for every variant
+(iCLIP's class texts with their definitions need it), batch 128, AdamW at 2e-3, warm-up 10% of a run's steps then
+cosine, no augmentation (ProtoCLIP's recipe adds its own augmentation; the ProtoCLIP chapter's control gives it to
+CLIP too: here nobody gets it), episodes of 0.2 of the pairs for every method (ProtoCLIP's episode; for the others an
+episode is only a slice of an epoch, which makes training amounts countable in episodes), evaluation: the avg3 tasks
+(linear probe, k-NN, zero-shot) and the MS-COCO stand-in retrieval (models with a text tower).
+
+**Equal samples**: every variant trains ``unit_epochs`` epochs of the pairs' count (iCLIP and UniCL: half of each
+batch class images, so the same total samples; ICMLM: half of them as the TP_Postag run it starts from, half as
+ICMLM). **Equal seconds** (``RULES``): each variant gets CLIP's training seconds, calibrated from its own
+equal-samples records (``calibrate``), and trains the samples that fit, in whole episodes. **The curve**: the same
+at ``time_factors`` times CLIP's seconds (the extra points on the first ``curve_seeds`` seeds only).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vlp_lib import experiment
+from vlp_lib.book.claims import Claim, judge_stored
+from vlp_lib.book.claims import claims_table as _claims_table
+from vlp_lib.book.plan import seeds_parameter
+from vlp_lib.book.report import fmt, mean_std, paired_test, record_differences, seed_values
+from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data.tokenizer import DEFAULT_CONTEXT_LENGTH
+from vlp_lib.run_config import RunConfig
+from vlp_lib.suite import VALIDATION_TASKS
+
+# Budget at laptop scale (issue 26: at most 20 minutes from empty caches on a healthy 2-core CPU, where CLIP's rn-tiny
+# trains ~1,600 samples/s). Measured here (another build held the cores; one thread): one evaluation at task_train
+# 1,000 / task_test 500 cost 14 s for a CLIP-like model (128-d features; 12 s of it the linear probe's C grid on
+# 100 classes) and 50 s for TP / ICMLM (512-d image-only features at 64 px); at task_train 500, 10 s and 35 s; CLIP
+# trained ~470 samples/s, so about 3.4 times below a healthy machine: read below as ~3 s and ~10 s per evaluation.
+# Costs per sample relative to CLIP (same measurement, noisy): ProtoCLIP ~1.1-2 (take 1.5), PyramidCLIP (with or
+# without ROI terms) ~2.1, iCLIP / UniCL ~1, TP_Postag at 64 px ~1.7, ICMLM half + half ~2.1.
+# Runs at 5 seeds: 9 variants at equal samples (45, plus ICMLM's 5 TP_Postag starts), 8 at equal seconds (40 + 5; CLIP
+# reuses its run, and a variant whose cost is within ~8% of CLIP's lands on its own equal-samples run too), the
+# curve's two other budgets for 9 variants on 2 seeds (36 + 4): ~135 evaluations, 93 CLIP-like x 3 s + 42 image-only x
+# 10 s = ~11.7 minutes. Training, in T = CLIP's equal-samples seconds: ~14 T per seed at equal samples, 8 T at equal
+# seconds, the curve (0.5 + 1.5 = 2 T per variant and seed) 36 T: 5 x 22 + 36 = ~146 T. With E = 6,144 samples (1.2
+# epochs of 5,120 pairs, 6 episodes of 1,024: T ~3.8 s), ~9.3 minutes of training. One-time setup: the detector (~25
+# s), 10,240 class images (~8 s), MiniLM's caption embeddings (~7 s); the world-LM is the ICMLM chapter's (shared cache;
+# ~2 minutes when built here). Estimate: ~22 minutes, about 2 over the budget: evaluation, not training, is the bill
+# (a larger E buys little signal per minute; fewer evaluations would need fewer rows than the issue asks for).
+CHAPTER_SCALES: dict[str, dict[str, Any]] = {
+    "smoke": dict(
+        model="rn-tiny",
+        image_size=32,
+        train_size=128,
+        episode_size=64,
+        unit_epochs=1,
+        batch_size=32,
+        lr=1e-3,
+        task_train=100,
+        task_test=50,
+        retrieval_images=30,
+        class_images=256,
+        detector_images=60,
+        lm=dict(captions=1_000, epochs=1),
+        head_hidden=64,
+        head_dim=32,
+        seeds=(0,),  # smoke runs every line once (about 20 runs); its numbers are not evidence
+        curve_seeds=1,
+        time_factors=(0.5, 1.0, 2.0),
+    ),
+    "laptop": dict(
+        model="rn-tiny",
+        image_size=32,
+        train_size=5_120,
+        episode_size=1_024,
+        unit_epochs=1.2,
+        batch_size=128,
+        lr=2e-3,
+        task_train=500,
+        task_test=500,
+        retrieval_images=300,
+        class_images=10_240,
+        detector_images=None,
+        lm={},
+        head_hidden=512,
+        head_dim=64,
+        seeds=(0, 1, 2, 3, 4),
+        curve_seeds=1,  # the curve's extra points (no claim reads them) on one seed: it keeps the chapter near 20 min
+        time_factors=(0.5, 1.0, 1.5),
+    ),
+    "paper": dict(
+        model="RN50",
+        image_size=224,
+        train_size=2_560_000,  # 5 episodes of 512,000 = 1,000 batches of 512
+        episode_size=512_000,
+        unit_epochs=8,
+        batch_size=512,
+        lr=5e-4,
+        task_train=50_000,
+        task_test=10_000,
+        retrieval_images=5_000,
+        class_images=5_000_000,
+        detector_images=None,
+        lm={},
+        head_hidden=2_048,
+        head_dim=128,
+        seeds=(0, 1, 2, 3, 4),
+        curve_seeds=2,
+        time_factors=(0.5, 1.0, 2.0),
+    ),
+}
+# TP_Postag and ICMLM read the image tower as an image-only model (``models.ImageOnly``) whose last map rn-tiny gives
+# 1x1 at 32 px: building their heads (``ImageOnly.map_shape``: one blank image through the tower in training mode)
+# then fails in BatchNorm ("expected more than 1 value per channel"), so they train at the ICMLM chapter's 64 px (a
+# 2x2 map) at scales whose image size is smaller: the same tower, four times the pixels, said on the page
+IMAGE_ONLY_SIZE = 64
+CONTEXT_LENGTH = 32  # iCLIP's longest class text takes 25 tokens (its chapter uses 32): every text tower gets it
+# the image-only variants have no text tower: their captions (tags, the world-LM's input) keep the default context,
+# so their frozen world-LM is the ICMLM chapter's (built once, cached), not a second one
+IMAGE_ONLY_CONTEXT = DEFAULT_CONTEXT_LENGTH
+WARMUP_FRACTION = 0.1
+CLASS_SEED = 2_001  # the class-only world of iCLIP / UniCL (the iCLIP chapter's)
+EVAL_TASKS = list(VALIDATION_TASKS)  # avg3; retrieval (the MS-COCO stand-in) is always evaluated with a text tower
+LINEAR, KNN, ZERO_SHOT, RETRIEVAL = "avg3/linear", "avg3/knn", "avg3/zeroshot_top1", "retrieval/mean_recall"
+METRICS = {LINEAR: "linear probe", KNN: "k-NN", ZERO_SHOT: "zero-shot top-1", RETRIEVAL: "retrieval mean recall"}
+TEXT_METRICS = (ZERO_SHOT, RETRIEVAL)  # absent for the image-only models (TP_Postag, ICMLM)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One method in one setting. ``method`` and ``kwargs`` (the arguments its paper's ``Args`` reads, as sorted
+    pairs; scale-dependent ones are added by ``method_kwargs``); ``extra``: what it needs beyond image-text pairs;
+    ``paper``: whose idea it is; ``text_tower``: whether the trained model has one (zero-shot, retrieval)."""
+
+    name: str
+    label: str
+    method: str
+    kwargs: tuple[tuple[str, Any], ...]
+    extra: str
+    paper: str
+    text_tower: bool = True
+    image_size: int | None = None  # None: the scale's; IMAGE_ONLY_SIZE for TP / ICMLM where the scale's is smaller
+
+    def method_kwargs(self, sizes: Mapping[str, Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            k: (dict(v) if isinstance(v, tuple) and k == "weights" else v) for k, v in self.kwargs
+        }
+        if self.method == "protoclip":
+            kwargs.update(head_hidden=sizes["head_hidden"], head_dim=sizes["head_dim"], warmup_episodes=1)
+        elif self.method == "pyramidclip" and sizes["detector_images"] is not None and "rs" in kwargs["weights"]:
+            kwargs["detector_images"] = sizes["detector_images"]
+        elif self.method in ("iclip", "unicl"):
+            kwargs["class_data"] = {"n": int(sizes["class_images"]), "seed": CLASS_SEED}
+        elif self.method == "icmlm" and sizes["lm"]:
+            kwargs["lm"] = dict(sizes["lm"])
+        return kwargs
+
+
+def _variant(
+    name: str, label: str, method: str, kwargs: dict[str, Any], extra: str, paper: str, **more: Any
+) -> Variant:
+    frozen = tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in kwargs.items()))
+    return Variant(name, label, method, frozen, extra, paper, **more)
+
+
+# Each in its paper's recommended setting as the book's chapters found it (ProtoCLIP's final recipe IV-E without its
+# augmentation; PyramidCLIP's Eq. 6 with alpha = 0.2; iCLIP's 50:50 with definitions; TP_Postag NN+ADJ+VB K = 50;
+# ICMLM_tfm (1 layer, 1 head) with lambda = 0.1 (Eq. 8, Supp B) from a TP_Postag start, Supp F.1)
+_PROTO = {"images_per_prototype": 10, "target_temperature": 0.01, "use_pbt": True}
+_POSTAG = {"label_set": "postag", "pos": ["NN", "ADJ", "VB"], "k": 50}
+_PYRAMID_FULL = {"gs": 0.25, "lt": 0.25, "rs": 0.25, "rt": 0.25}
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        _variant("clip", "CLIP", "clip", {}, "none (pairs only)", "CLIP"),
+        _variant(
+            "protoclip",
+            "ProtoCLIP",
+            "protoclip",
+            {**_PROTO, "external_teacher": "minilm"},
+            "a pretrained text model (MiniLM for RoBERTa-large: the external teacher)",
+            "ProtoCLIP",
+        ),
+        _variant(
+            "protoclip_no_teacher",
+            "ProtoCLIP w/o teacher",
+            "protoclip",
+            {**_PROTO, "external_teacher": "none"},
+            "none",
+            "ProtoCLIP",
+        ),
+        _variant(
+            "pyramidclip",
+            "PyramidCLIP",
+            "pyramidclip",
+            {"weights": _PYRAMID_FULL, "alpha": 0.2},
+            "a detector trained with shape and colour labels (the ROI terms); a caption summariser (rule-based here, "
+            "T5 in the paper)",
+            "PyramidCLIP",
+        ),
+        _variant(
+            "pyramidclip_no_roi",
+            "PyramidCLIP w/o ROI terms",
+            "pyramidclip",
+            {"weights": {"gs": 0.5, "lt": 0.5}, "alpha": 0.2},
+            "a caption summariser (rule-based here, T5 in the paper)",
+            "PyramidCLIP",
+        ),
+        _variant(
+            "iclip",
+            "iCLIP (r = 0.5)",
+            "iclip",
+            {"ratio": 0.5, "definitions": True},
+            "class-labelled images (half of every batch) and a dictionary definition per class",
+            "iCLIP",
+        ),
+        _variant(
+            "unicl",
+            "UniCL (r = 0.5)",
+            "unicl",
+            {"ratio": 0.5},
+            "class-labelled images (half of every batch)",
+            "iCLIP",
+        ),
+        _variant(
+            "tp_postag",
+            "TP_Postag (K = 50)",
+            "tp",
+            _POSTAG,
+            "a POS lexicon (the captions' nouns, adjectives and verbs)",
+            "ICMLM",
+            text_tower=False,
+            image_size=IMAGE_ONLY_SIZE,
+        ),
+        _variant(
+            "icmlm",
+            "ICMLM_tfm (λ = 0.1)",
+            "icmlm",
+            {**_POSTAG, "head": "tfm", "layers": 1, "heads": 1, "lambda": 0.1},
+            "a POS lexicon and a pretrained, frozen language model (the world-LM for BERT_base); half of its samples "
+            "are the TP_Postag run it starts from",
+            "ICMLM",
+            text_tower=False,
+            image_size=IMAGE_ONLY_SIZE,
+        ),
+    )
+}
+CLIP = "clip"
+# DIME-FM is left out (the page says why): distillation needs a teacher trained on the same pairs.
+LEFT_OUT = {
+    "dimefm": "DIME-FM distils a frozen teacher into a student with unpaired images and texts: it is not pretraining "
+    "from pairs. Trained on the same pairs, its teacher would be one of the rows above (CLIP at several times the "
+    "student's samples, as the DIME-FM chapter's teacher), so its cost is the teacher's training (several T) plus "
+    "the student's, and its gain is bounded by the teacher's: a comparison of teachers, not of ideas."
+}
+
+
+def check_variants(variants: Any) -> list[str]:
+    """The notebook's ``variants`` parameter: ``None`` = every variant; else a non-empty list of names of
+    ``VARIANTS`` (or one name); CLIP, the reference, is always added first. ``ValueError`` naming ``variants`` before
+    any compute."""
+    if variants is None:
+        return list(VARIANTS)
+    names = as_list("variants", variants)
+    if not names or any(not isinstance(n, str) for n in names):
+        raise ValueError(f"variants must be a non-empty list of names from {list(VARIANTS)}, got {variants!r}")
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise ValueError(f"variants: unknown {unknown}; known: {list(VARIANTS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"variants must not repeat, got {variants!r}")
+    return [n for n in VARIANTS if n == CLIP or n in names]
+
+
+def check_time_factors(factors: Any, scale: str = "laptop") -> list[float]:
+    """The curve's time budgets in multiples of CLIP's equal-samples seconds: ``None`` = the scale's
+    ``time_factors``; else a non-empty list of distinct numbers > 0 (1 is always added: it is the equal-seconds
+    comparison). ``ValueError`` naming ``time_factors`` before any compute."""
+    scale_defaults(scale)
+    if factors is None:
+        return sorted(float(f) for f in CHAPTER_SCALES[scale]["time_factors"])
+    values = as_list("time_factors", factors)
+    if not values:
+        raise ValueError(f"time_factors must be a non-empty list of numbers > 0, got {factors!r}")
+    for f in values:
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or f <= 0:
+            raise ValueError(f"time_factors must be numbers > 0 (multiples of CLIP's seconds), got {f!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"time_factors must not repeat, got {factors!r}")
+    return sorted({float(f) for f in values} | {1.0})
+
+
+def resolve_seeds(scale: str, seeds: Any) -> list[int]:
+    """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
+    scale_defaults(scale)
+    return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
+
+
+def curve_seeds(scale: str, seeds: Sequence[int]) -> list[int]:
+    """The seeds of the curve's extra points: the first ``curve_seeds`` of ``seeds``."""
+    return list(seeds)[: CHAPTER_SCALES[scale]["curve_seeds"]]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# rows: a variant at a budget ("samples": factor x the equal-samples amount; "seconds": factor x CLIP's seconds), and
+# the concrete runs they resolve to (a training amount in whole episodes)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A variant at a budget: ``"samples"`` (``factor`` times the scale's equal samples) or ``"seconds"`` (``factor``
+    times CLIP's equal-samples seconds, calibrated: ``episodes``). CLIP at 1x seconds is CLIP at equal samples."""
+
+    variant: str
+    budget: str = "samples"
+    factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.variant == CLIP and self.budget == "seconds" and self.factor == 1.0:
+            object.__setattr__(self, "budget", "samples")
+
+    @property
+    def label(self) -> str:
+        what = "equal samples" if self.budget == "samples" else "equal seconds"
+        if self.factor != 1.0:
+            what = f"{self.factor:g}x CLIP's seconds" if self.budget == "seconds" else f"{self.factor:g}x samples"
+        return f"{VARIANTS[self.variant].label}, {what}"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: ``variant`` for ``episodes`` episodes (for ICMLM: its own episodes, after ``init_episodes``
+    of TP_Postag, whose run it starts from)."""
+
+    variant: str
+    episodes: int
+    init_episodes: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{VARIANTS[self.variant].label}, {self.episodes + self.init_episodes} episodes"
+
+
+def unit_episodes(scale: str) -> int:
+    """The equal-samples amount in episodes: ``unit_epochs`` of the pairs."""
+    sizes = CHAPTER_SCALES[scale]
+    return int(round(sizes["unit_epochs"] * sizes["train_size"] / sizes["episode_size"]))
+
+
+def split_icmlm(episodes: int) -> tuple[int, int]:
+    """ICMLM's episodes as (TP_Postag start, ICMLM): half and half, the start taking the smaller half; at least one
+    each."""
+    episodes = max(2, episodes)
+    return episodes // 2, episodes - episodes // 2
+
+
+def run_of(variant: str, episodes: int) -> Run:
+    """The run that trains ``variant`` for ``episodes`` episodes in all (ICMLM: its TP_Postag start included)."""
+    if VARIANTS[variant].method == "icmlm":
+        start, own = split_icmlm(episodes)
+        return Run(variant, own, start)
+    return Run(variant, max(1, episodes))
+
+
+def config(run: Run, scale: str = "laptop", seed: int = 0) -> RunConfig:
+    """The validated run config of ``run`` (``experiment.make_config``; ``ValueError`` before any compute). An ICMLM
+    run's ``init`` is the config of TP_Postag trained ``init_episodes`` at the same scale and seed."""
+    scale_defaults(scale)
+    sizes = CHAPTER_SCALES[scale]
+    variant = VARIANTS[run.variant]
+    kwargs = variant.method_kwargs(sizes)
+    if variant.method == "icmlm":
+        kwargs["init"] = config(Run("tp_postag", run.init_episodes), scale, seed)
+    episode, batch = sizes["episode_size"], sizes["batch_size"]
+    steps = run.episodes * (episode // batch)
+    return experiment.make_config(
+        scale,
+        method=variant.method,
+        seed=seed,
+        model=sizes["model"],
+        image_size=max(sizes["image_size"], variant.image_size or 0),
+        train_size=sizes["train_size"],
+        episode_size=episode,
+        epochs=round(run.episodes * episode / sizes["train_size"], 2),
+        batch_size=batch,
+        lr=sizes["lr"],
+        warmup_steps=max(1, int(WARMUP_FRACTION * steps)),
+        augmentation="none",
+        context_length=CONTEXT_LENGTH if variant.text_tower else IMAGE_ONLY_CONTEXT,
+        task_train=sizes["task_train"],
+        task_test=sizes["task_test"],
+        retrieval_images=sizes["retrieval_images"],
+        eval_tasks=EVAL_TASKS,
+        method_kwargs=kwargs,
+    )
+
+
+def trained_samples(config: Mapping[str, Any]) -> int:
+    """The samples a run of ``config`` (its record form) trains: whole episodes of whole batches (``train.train``)."""
+    n = int(config["train_size"])
+    episode = n if config.get("episode_size") is None else int(config["episode_size"])
+    episodes = max(1, round(float(config["epochs"]) * n / episode))
+    return episodes * (episode // int(config["batch_size"])) * int(config["batch_size"])
+
+
+def run_seconds(record: Mapping[str, Any]) -> float:
+    """A run's training seconds: the training loop plus the episodes' starts (ProtoCLIP's feature extraction,
+    K-Means and PBT), as ``claims.relative_epochs`` counts them; one-time setup (a detector, a world-LM, a teacher's
+    caption embeddings, the class images: built once and cached) and evaluation are not counted."""
+    timings = record["timings"]
+    return float(timings.get("training", 0.0)) + float(timings.get("episode_start", 0.0))
+
+
+def variant_record(record: Mapping[str, Any], init: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The record a row shows for one seed: the run's own, with ``samples`` (trained) and ``seconds`` (training)
+    added; for ICMLM, its TP_Postag start's samples and seconds included (half + half)."""
+    out = dict(record)
+    out["samples"] = trained_samples(record["config"]) + (trained_samples(init["config"]) if init else 0)
+    out["seconds"] = run_seconds(record) + (run_seconds(init) if init else 0.0)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the equal-seconds calibration
+
+CALIBRATION_RULE = (
+    "Equal seconds: each variant's training seconds per sample is calibrated from its own equal-samples runs (the "
+    "mean over the seeds of training-loop plus episode-start seconds, ICMLM's TP_Postag start included, over the "
+    "samples trained); CLIP's target is the mean of its equal-samples seconds, times the budget's factor; a variant "
+    "trains target / (seconds per sample) samples, rounded to whole episodes (ICMLM: split half and half with its "
+    "start). So CLIP's equal-seconds run is its equal-samples run, and every other variant's run takes about CLIP's "
+    "seconds on the machine that calibrated it (the page shows the seconds each run took beside the target). "
+    "One-time setup (the detector, the world-LM, the teacher's caption embeddings, the class images) is not counted."
+)
+RULES: list[str] = [CALIBRATION_RULE]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Seconds per trained sample of each calibrated variant, and CLIP's equal-samples seconds (the target at 1x)."""
+
+    seconds_per_sample: Mapping[str, float]
+    clip_seconds: float
+
+    def episodes(self, variant: str, factor: float, episode_size: int) -> int:
+        """Whole episodes of ``variant`` that fit ``factor`` times CLIP's seconds (at least 1; ICMLM 2)."""
+        samples = factor * self.clip_seconds / self.seconds_per_sample[variant]
+        return max(2 if VARIANTS[variant].method == "icmlm" else 1, int(round(samples / episode_size)))
+
+    def relative_cost(self, variant: str) -> float:
+        """Seconds per sample (so per step, at the common batch) relative to CLIP's."""
+        return self.seconds_per_sample[variant] / self.seconds_per_sample[CLIP]
+
+
+def calibrate(samples_records: Mapping[str, Sequence[Mapping[str, Any]]]) -> Calibration:
+    """``CALIBRATION_RULE`` from ``{variant: its equal-samples variant records (variant_record), one per seed}``;
+    CLIP's must be among them. ``ValueError`` without CLIP's records."""
+    if not samples_records.get(CLIP):
+        raise ValueError("calibrate: CLIP's equal-samples records are needed (its seconds are the target)")
+    per_sample = {
+        v: float(np.mean([r["seconds"] for r in records])) / float(np.mean([r["samples"] for r in records]))
+        for v, records in samples_records.items()
+        if records
+    }
+    clip_seconds = float(np.mean([r["seconds"] for r in samples_records[CLIP]]))
+    return Calibration(per_sample, clip_seconds)
+
+
+def resolve(row: Row, scale: str, calibration: Calibration | None) -> Run | None:
+    """The run ``row`` stands for at ``scale``: equal samples directly, equal seconds through ``calibration``
+    (``None`` when it is missing or lacks the variant)."""
+    unit = unit_episodes(scale)
+    if row.budget == "samples":
+        return run_of(row.variant, max(1, int(round(row.factor * unit))))
+    if calibration is None or row.variant not in calibration.seconds_per_sample:
+        return None
+    episodes = calibration.episodes(row.variant, row.factor, CHAPTER_SCALES[scale]["episode_size"])
+    return run_of(row.variant, episodes)
+
+
+def samples_rows(variants: Sequence[str]) -> list[Row]:
+    return [Row(v) for v in variants]
+
+
+def seconds_rows(variants: Sequence[str], factor: float = 1.0) -> list[Row]:
+    """The variants at ``factor`` times CLIP's seconds (CLIP at 1x is its equal-samples row)."""
+    return [Row(v, "seconds", factor) for v in variants]
+
+
+def check_plan(scale: str, seeds: Sequence[int], variants: Sequence[str]) -> None:
+    """Build every config the notebook may train before anything is computed: each variant at equal samples and at
+    1 and 3 times its episodes (the equal-seconds amounts are known only after calibration). ``ValueError`` naming
+    the parameter."""
+    unit = unit_episodes(scale)
+    for variant in variants:
+        for episodes in (unit, 3 * unit):
+            for seed in seeds:
+                config(run_of(variant, episodes), scale, seed)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# running and loading
+
+
+def _records(run: Run, scale: str, seeds: Sequence[int], compute: bool, progress: bool) -> list[dict] | None:
+    configs = [config(run, scale, s) for s in seeds]
+    if compute:
+        records: list[dict | None] = [experiment.run(c, progress=progress) for c in configs]
+    else:
+        records = [experiment.stored(c) for c in configs]
+    if any(r is None for r in records):
+        return None
+    out = []
+    for c, record in zip(configs, records):
+        assert record is not None
+        init = c.method_args.init if hasattr(c.method_args, "init") else None
+        init_record = None
+        if init is not None:
+            init_record = experiment.run(init, progress=progress) if compute else experiment.stored(init)
+            if init_record is None:
+                return None
+        out.append(variant_record(record, init_record))
+    return out
+
+
+def run_rows(
+    rows: Sequence[Row],
+    scale: str,
+    seeds: Sequence[int],
+    calibration: Calibration | None = None,
+    progress: bool = True,
+) -> dict[Row, list[dict]]:
+    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [variant record per seed]}``.
+    Equal-seconds rows need ``calibration``. Every config is built, and so validated, before any training."""
+    runs = {}
+    for row in rows:
+        run = resolve(row, scale, calibration)
+        if run is None:
+            raise ValueError(f"row {row.label!r}: equal seconds need the calibration of its equal-samples runs")
+        runs[row] = run
+    for run in runs.values():  # every config validated before any training
+        for s in seeds:
+            config(run, scale, s)
+    out = {}
+    for row, run in runs.items():
+        records = _records(run, scale, seeds, compute=True, progress=progress)
+        assert records is not None
+        out[row] = records
+    return out
+
+
+def stored(
+    row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None, calibration: Calibration | None = None
+) -> list[dict] | None:
+    """The stored variant records of ``row`` for every seed, or ``None`` if any is missing (or stale). An
+    equal-seconds row is calibrated from the stored equal-samples runs of the same seeds unless ``calibration`` is
+    given."""
+    seeds = list(seeds or resolve_seeds(scale, None))
+    if row.budget == "seconds" and calibration is None:
+        calibration = stored_calibration(scale, seeds)
+    run = resolve(row, scale, calibration)
+    return None if run is None else _records(run, scale, seeds, compute=False, progress=False)
+
+
+def stored_calibration(scale: str, seeds: Sequence[int]) -> Calibration | None:
+    """``calibrate`` on the stored equal-samples runs of ``seeds`` (every variant whose runs are all stored);
+    ``None`` without CLIP's."""
+    found = {v: stored(Row(v), scale, seeds) for v in VARIANTS}
+    records = {v: r for v, r in found.items() if r is not None}
+    return calibrate(records) if CLIP in records else None
+
+
+def run_chapter(
+    scale: str,
+    seeds: Sequence[int],
+    variants: Sequence[str],
+    factors: Sequence[float],
+    progress: bool = True,
+) -> tuple[dict[Row, list[dict]], Calibration]:
+    """The whole chapter: every variant at equal samples (every seed), the calibration, every variant at equal
+    seconds (every seed) and at the curve's other ``factors`` (the first ``curve_seeds`` seeds): ``({row: records},
+    calibration)``. Stored runs are loaded."""
+    results = run_rows(samples_rows(variants), scale, seeds, progress=progress)
+    calibration = calibrate({row.variant: records for row, records in results.items()})
+    rest = [r for r in seconds_rows(variants) if r not in results]
+    results.update(run_rows(rest, scale, seeds, calibration, progress))
+    extra = curve_seeds(scale, seeds)
+    for factor in factors:
+        if factor != 1.0:
+            results.update(run_rows(seconds_rows(variants, factor), scale, extra, calibration, progress))
+    return results, calibration
+
+
+# --------------------------------------------------------------------------------------------------------------
+# tables and the figure (presentation: nothing here is stored)
+
+
+def _interval(records: Sequence[dict], reference: Sequence[dict], metric: str) -> str:
+    if not records or metric not in records[0]["metrics"]:
+        return "—"
+    test = paired_test(record_differences(records, reference, metric))
+    if test.n < 2 or not np.isfinite(test.low):
+        return f"{100 * test.mean:+.1f} (1 seed)"
+    return f"{100 * test.mean:+.1f} [{100 * test.low:+.1f}, {100 * test.high:+.1f}]"
+
+
+def summary_table(
+    results: Mapping[Row, Sequence[dict]], calibration: Calibration, variants: Sequence[str], metric: str = LINEAR
+) -> pd.DataFrame:
+    """One line per variant: its gain over CLIP on ``metric`` at equal samples and at equal seconds (mean per-seed
+    difference in pp, [95% t interval]), its cost per step relative to CLIP, the samples it trains in CLIP's
+    seconds, and the supervision it needs beyond pairs."""
+    clip = results[Row(CLIP)]
+    lines = []
+    for v in variants:
+        same, timed = results.get(Row(v)), results.get(Row(v, "seconds"))
+        lines.append(
+            {
+                "variant": VARIANTS[v].label,
+                "gain at equal samples (pp)": "reference" if v == CLIP else _interval(same or [], clip, metric),
+                "gain at equal seconds (pp)": "reference" if v == CLIP else _interval(timed or [], clip, metric),
+                "cost per step (x CLIP)": f"{calibration.relative_cost(v):.2f}",
+                "samples in CLIP's seconds": f"{np.mean([r['samples'] for r in timed]):,.0f}" if timed else "",
+                "extra supervision": VARIANTS[v].extra,
+            }
+        )
+    return pd.DataFrame(lines).set_index("variant")
+
+
+def seconds_table(
+    results: Mapping[Row, Sequence[dict]], calibration: Calibration, variants: Sequence[str]
+) -> pd.DataFrame:
+    """The equal-seconds runs: the target (CLIP's mean seconds), the samples each variant trained and the seconds
+    its runs took (mean ± std over seeds)."""
+    lines = []
+    for v in variants:
+        for budget, row in (("equal samples", Row(v)), ("equal seconds", Row(v, "seconds"))):
+            records = results.get(row)
+            if not records:
+                continue
+            m, s = mean_std(r["seconds"] for r in records)
+            lines.append(
+                {
+                    "variant": VARIANTS[v].label,
+                    "budget": budget,
+                    "samples": f"{np.mean([r['samples'] for r in records]):,.0f}",
+                    "target s": f"{calibration.clip_seconds:.1f}" if budget == "equal seconds" else "",
+                    "training s": f"{m:.1f} ± {s:.1f}",
+                }
+            )
+    return pd.DataFrame(lines).set_index(["variant", "budget"])
+
+
+def metric_table(results: Mapping[Row, Sequence[dict]], variants: Sequence[str], metric: str) -> pd.DataFrame:
+    """Per variant: ``metric`` (mean ± std over seeds, %) and its paired per-seed difference from CLIP (pp, [95%
+    t interval]) at equal samples and at equal seconds; "—" where the model has no text tower."""
+    clip = results[Row(CLIP)]
+    lines = []
+    for v in variants:
+        line: dict[str, Any] = {"variant": VARIANTS[v].label}
+        for budget, row in (("equal samples", Row(v)), ("equal seconds", Row(v, "seconds"))):
+            records = results.get(row) or []
+            has = bool(records) and metric in records[0]["metrics"]
+            line[f"{budget} (%)"] = fmt(*mean_std(seed_values(records, metric))) if has else "—"
+            line[f"{budget}: minus CLIP (pp)"] = (
+                "reference" if v == CLIP else (_interval(records, clip, metric) if has else "—")
+            )
+        lines.append(line)
+    return pd.DataFrame(lines).set_index("variant")
+
+
+def curve_points(
+    results: Mapping[Row, Sequence[dict]], variants: Sequence[str], factors: Sequence[float], metric: str = LINEAR
+) -> pd.DataFrame:
+    """The curve's points: per variant and factor, the mean training seconds and ``metric`` (and its std) over the
+    seeds the point has."""
+    lines = []
+    for v in variants:
+        for f in factors:
+            records = results.get(Row(v, "seconds", f))
+            if not records:
+                continue
+            m, s = mean_std(seed_values(records, metric))
+            lines.append(
+                {
+                    "variant": VARIANTS[v].label,
+                    "factor": f,
+                    "seconds": float(np.mean([r["seconds"] for r in records])),
+                    "samples": float(np.mean([r["samples"] for r in records])),
+                    "mean": m,
+                    "std": s,
+                    "seeds": len(records),
+                }
+            )
+    return pd.DataFrame(lines)
+
+
+def curve_figure(points: pd.DataFrame, path: Any = None, metric: str = LINEAR) -> Any:
+    """Accuracy against training seconds, one curve per variant (error bars: std over the point's seeds); saved
+    with ``plots.save`` at ``path``."""
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
+    from vlp_lib.book import plots
+
+    with mpl.rc_context(plots.STYLE):
+        fig = Figure(figsize=(8.0, 4.2), layout="constrained")
+        ax = fig.subplots()
+        markers = "osD^v<>ph*"
+        for i, (label, group) in enumerate(points.groupby("variant", sort=False)):
+            group = group.sort_values("seconds")
+            ax.errorbar(
+                group["seconds"],
+                100 * group["mean"],
+                yerr=100 * group["std"],
+                marker=markers[i % len(markers)],
+                linestyle="--" if label.endswith(("w/o teacher", "w/o ROI terms")) else "-",
+                capsize=2,
+                label=label,
+            )
+        ax.set_xlabel("training seconds on this machine (mean over seeds)")
+        ax.set_ylabel(f"{METRICS.get(metric, metric)} (%)")
+        ax.set_title("Accuracy against training seconds")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if path is not None:
+        plots.save(fig, path)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the chapter's claims, as data, judged on stored runs (nothing is trained here)
+
+PAPER = "Head to head"
+NOTEBOOK = "headtohead"
+_PAPER_VALUE = (
+    "no paper compares these methods; {paper} claims gains over CLIP in its own setting only (its data, budget and "
+    "evaluation)"
+)
+
+
+def _claims() -> list[Claim]:
+    out = []
+    for v, variant in VARIANTS.items():
+        if v == CLIP:
+            continue
+        for budget, row in (("samples", Row(v)), ("seconds", Row(v, "seconds"))):
+            out.append(
+                Claim(
+                    f"H_{v}_{budget}",
+                    f"{variant.label} beats CLIP at equal training {budget} (avg3 linear probe; extra input: "
+                    f"{variant.extra})",
+                    "issue 26 (no paper)",
+                    "direction",
+                    LINEAR,
+                    _PAPER_VALUE.format(paper=variant.paper),
+                    notebook=NOTEBOOK,
+                    better=row,
+                    reference=Row(CLIP),
+                )
+            )
+    return out
+
+
+CLAIMS: list[Claim] = _claims()
+
+
+def claims_table(results: Mapping[Any, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
+    """The claims (shown by ``notebook``: all with ``None``) judged on a notebook's ``{row: records}``."""
+    return _claims_table(CLAIMS, results, PAPER, notebook, (NOTEBOOK,))
+
+
+def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``); trains
+    nothing. The equal-seconds rows are calibrated once from the stored equal-samples runs of the same seeds."""
+    seeds = list(seeds or resolve_seeds(scale, None))
+    calibration = stored_calibration(scale, seeds)
+    lookup: Callable[[Row], list[dict] | None] = lambda row: stored(row, scale, seeds, calibration)  # noqa: E731
+    return judge_stored(CLAIMS, lookup, PAPER)
+
+
+def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
+    """The claims at ``budget`` ("samples" or "seconds") in one sentence: which variants beat CLIP, which are within
+    ±1 pp of it, which fall below it and which are undecided (their mean per-seed difference beside)."""
+    groups: dict[str, list[str]] = {}
+    names = {
+        "reproduced": "above CLIP",
+        "no effect": "within ±1 pp of CLIP",
+        "opposite": "below CLIP",
+        "not run": "not run",
+    }
+    for claim_id, line in claims.iterrows():
+        if not str(claim_id).endswith(f"_{budget}"):
+            continue
+        variant = VARIANTS[str(claim_id)[2 : -len(budget) - 1]]
+        group = names.get(str(line["verdict"]), "undecided")
+        value = f" ({line['book_value']})" if line["book_value"] else ""
+        groups.setdefault(group, []).append(f"{variant.label}{value}")
+    order = ["above CLIP", "within ±1 pp of CLIP", "below CLIP", "undecided", "not run"]
+    return "; ".join(f"{g}: {', '.join(groups[g])}" for g in order if g in groups) or "no claim judged"
