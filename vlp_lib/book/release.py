@@ -37,7 +37,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -286,20 +286,29 @@ def unpack(release: Path, root: Path) -> Path:
 
 
 @contextmanager
-def using_store(store: Path, accept_stale: bool = False) -> Iterator[None]:
-    """Read the results store ``store`` (``VLP_RESULTS_DIR``) inside the block, stale records too if asked."""
-    saved = {k: os.environ.get(k) for k in ("VLP_RESULTS_DIR", "VLP_ACCEPT_STALE")}
-    os.environ["VLP_RESULTS_DIR"] = str(store)
-    if accept_stale:
-        os.environ["VLP_ACCEPT_STALE"] = "1"
+def environment(**values: str | None) -> Iterator[None]:
+    """Environment variables set (``None``: unset) inside the block, restored after it."""
+    saved = {k: os.environ.get(k) for k in values}
     try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
             else:
-                os.environ[k] = v
+                os.environ[key] = value
+
+
+def using_store(store: Path, accept_stale: bool = False) -> AbstractContextManager[None]:
+    """Read the results store ``store`` (``VLP_RESULTS_DIR``) inside the block, stale records too if asked."""
+    return environment(
+        VLP_RESULTS_DIR=str(store), VLP_ACCEPT_STALE="1" if accept_stale else os.environ.get("VLP_ACCEPT_STALE")
+    )
 
 
 def verdicts(store: Path, scale: str, accept_stale: bool = False) -> dict[str, dict[str, str]]:
@@ -333,18 +342,9 @@ def verify(names: Sequence[str], release: Path = RELEASE_DIR, keep: Path | None 
         raise ValueError(f"no release at {release} to verify against")
     scale = manifest["scale"]
     scratch = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="vlp-verify-"))
-    env_keys = ("VLP_RESULTS_DIR", "VLP_CACHE_DIR", "VLP_CHECKPOINT_DIR")
-    saved = {k: os.environ.get(k) for k in env_keys}
-    for key, sub in zip(env_keys, ("remade", "cache", "checkpoints")):
-        os.environ[key] = str(scratch / sub)
-    try:
+    scratch_dirs = {"VLP_RESULTS_DIR": "remade", "VLP_CACHE_DIR": "cache", "VLP_CHECKPOINT_DIR": "checkpoints"}
+    with environment(**{key: str(scratch / sub) for key, sub in scratch_dirs.items()}):
         execute(select_notebooks(names), scale, executed_dir=scratch / "executed")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     release_store = unpack(release, scratch / "release")
     differences = compare_records(release_store, scratch / "remade")
     remade = {c for c in (names or list(CHAPTERS)) if c in {p.name for p in paper_chapters()}}
