@@ -369,6 +369,8 @@ def our_chance(records: Sequence[dict], metric: str) -> float:
     it names no chance level for the metric."""
     config = records[0]["config"]
     keys = ("eval_tasks", "scale", "task_train", "task_test", "retrieval_images", "eval_probes")
+    if any(k not in config for k in keys[:5]):  # a record without an evaluation config (made by hand): no chance level
+        return 0.0
     try:
         return float(_chance(json.dumps({k: config[k] for k in keys if k in config}, sort_keys=True)).get(metric, 0.0))
     except Exception as err:  # noqa: BLE001  a chance level is a nicety of the effect scales, never worth a failed page
