@@ -54,7 +54,7 @@ from vlp_lib.book.report import (
     SEED_BUDGET,
     PairedTest,
     best_of_test,
-    equivalence_test,
+    equivalence_verdict,
     every_test,
     format_test,
     noninferiority_test,
@@ -332,12 +332,26 @@ def claim_test(
 ) -> PairedTest:
     """The paired test behind a pairwise or "interaction" claim's line (against ``paper_effect`` for "direction"
     and "interaction" claims), pooled over ``pool_rows`` (default: every row of ``results``) where allowed."""
+    return _claim_test(claim, results, claim_pool(claim, results, pool_rows), claim_differences(claim, results))
+
+
+def claim_pool(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], pool_rows: Sequence[Hashable] | None = None
+) -> tuple[stats.Pooled, tuple[Hashable, ...]] | None:
+    """``pooled_table`` of the claim's metric over ``pool_rows`` (default: every row of ``results``) on its seeds."""
+    rows = list(results) if pool_rows is None else pool_rows
+    return pooled_table(results, rows, claim.metric, claim_seeds(claim, results))
+
+
+def _claim_test(
+    claim: Claim,
+    results: Mapping[Any, Sequence[dict]],
+    pool: tuple[stats.Pooled, tuple[Hashable, ...]] | None,
+    differences: np.ndarray,
+) -> PairedTest:
     effect = claim.paper_effect if claim.kind in ("direction", "interaction") else None
     better, reference = compared_rows(claim, results) if claim.kind != "interaction" else (None, None)
-    pool = pooled_table(
-        results, list(results) if pool_rows is None else pool_rows, claim.metric, claim_seeds(claim, results)
-    )
-    return tested(claim, claim_differences(claim, results), contrast(claim, better, reference), pool, effect)
+    return tested(claim, differences, contrast(claim, better, reference), pool, effect)
 
 
 _PAIR = re.compile(r"(\d+(?:\.\d+)?)\s*(?:vs\.?|->|→)\s*(\d+(?:\.\d+)?)")
@@ -470,7 +484,8 @@ def _judge_every(
 
     rows = list(claim.candidates)
     tests = [_pairwise(claim, results, pool, *pair(row)) for row in rows]
-    tests = [replace(t, seeds_needed=_plan(t, claim.paper_effect)) for t in tests]
+    if claim.paper_effect is not None:  # planned at the paper's effect, where it states one (else at the margin)
+        tests = [replace(t, seeds_needed=stats.planned_seeds(t.std, claim.paper_effect, rows=t.rows)) for t in tests]
     verdict, p, decides = every_test(tests)
     test = tests[decides]
     reproduced = sum(t.verdict.startswith("reproduced") for t in tests)
@@ -480,11 +495,6 @@ def _judge_every(
         f"{reproduced} of {len(tests)} reproduced; {what} {_label(rows[decides])}: {line['book_value']}"
     )
     return _mark(line, test)
-
-
-def _plan(test: PairedTest, effect: float | None) -> float:
-    target = effect if effect is not None else NO_EFFECT_MARGIN
-    return stats.planned_seeds(test.std, target, rows=int(round(test.df / (test.n - 1))) + 1 if test.n > 1 else 2)
 
 
 def _judge_best_of(
@@ -511,7 +521,6 @@ def _judge_sweep(
     means = {v: float(np.mean(seed_values(results[r], claim.metric))) for v, r in per_setting.items()}
     best = max(means, key=lambda v: means[v])
     test = _pairwise(claim, results, pool, per_setting[claim.paper_best], per_setting[claim.endpoint])
-    test = replace(test, seeds_needed=_plan(test, None))
     if claim.percent:
         line["eval_noise"] = noise_text(results[per_setting[claim.endpoint]], claim.metric, test)
     verdict = (
@@ -580,9 +589,7 @@ def judge(
         return line
     if any(not results.get(row) for row in claim.rows()):
         return line
-    pool = pooled_table(
-        results, list(results) if pool_rows is None else pool_rows, claim.metric, claim_seeds(claim, results)
-    )
+    pool = claim_pool(claim, results, pool_rows)
     if claim.kind == "sweep":
         return _judge_sweep(claim, results, line, pool)
     if claim.kind == "every":
@@ -603,18 +610,17 @@ def judge(
         )
         return line
     d = claim_differences(claim, results)
-    test = claim_test(claim, results, pool_rows)
+    test = _claim_test(claim, results, pool, d)
     margin = claim.margin if claim.margin is not None else 0.0
     if claim.kind in ("equivalence", "noninferiority", "match"):
         kind = "equivalence" if claim.kind == "equivalence" else "noninferiority"
-        test = replace(test, seeds_needed=stats.planned_seeds(test.std, margin, kind, rows=_rows(test)))
+        test = replace(test, seeds_needed=stats.planned_seeds(test.std, margin, kind, rows=test.rows))
     line.update(format_test(test, claim.percent), verdict=test.verdict, seeds=test.n)
     line["effect_scales"] = effect_scales(claim, results, d, test)
     if claim.percent and claim.reference is not None and claim.kind != "interaction":
         line["eval_noise"] = noise_text(results[claim.reference], claim.metric, test)
     if claim.kind == "equivalence":
-        pooled = (test.std, test.df) if test.pooled else None
-        line["verdict"], line["p"] = equivalence_test(d, margin, pooled)
+        line["verdict"], line["p"] = equivalence_verdict(test, margin)
     elif claim.kind in ("noninferiority", "match"):
         line["verdict"], line["p"] = noninferiority_test(test, margin)
     if claim.kind == "match":
@@ -631,10 +637,6 @@ def _mark(line: dict[str, Any], test: PairedTest) -> dict[str, Any]:
     if test.seeds_needed > SEED_BUDGET:
         line["seeds_needed"] = f"needs about {seeds_text(test.seeds_needed)}"
     return line
-
-
-def _rows(test: PairedTest) -> int:
-    return int(round(test.df / (test.n - 1))) + 1 if test.n > 1 and test.pooled else 2
 
 
 def claims_table(

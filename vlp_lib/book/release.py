@@ -77,6 +77,12 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _file_hashes(scope: str) -> dict[str, str]:
+    """SHA-256 of every file behind ``scope``'s code fingerprint (``runs.fingerprinted_files``), by repository path."""
+    paths = runs.fingerprinted_files(None if scope == runs.CORE else scope)
+    return {path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path) for path in paths}
+
+
 def _scopes(chapter: str) -> list[str]:
     """The record scopes a chapter's pages rest on: the core, and the chapter's paper if it is one."""
     papers = {c.name for c in paper_chapters()}
@@ -112,13 +118,7 @@ def chapter_entry(chapter: str, scale: str, executed_dir: Path = EXECUTED_DIR) -
         "notebooks": notebooks,
         "commit": runs.git_commit(),
         "fingerprints": {scope: runs.code_fingerprint(scope) for scope in _scopes(chapter)},
-        "files": {
-            scope: {
-                path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path)
-                for path in runs.fingerprinted_files(None if scope == runs.CORE else scope)
-            }
-            for scope in _scopes(chapter)
-        },
+        "files": {scope: _file_hashes(scope) for scope in _scopes(chapter)},
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
         "scale": scale,
@@ -190,10 +190,7 @@ def changed_files(entry: dict[str, Any]) -> list[str]:
     """The fingerprinted files of a chapter's scopes that differ from the release's (changed, added or gone)."""
     out = []
     for scope, files in entry.get("files", {}).items():
-        now = {
-            path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path)
-            for path in runs.fingerprinted_files(None if scope == runs.CORE else scope)
-        }
+        now = _file_hashes(scope)
         out += [f for f in sorted(set(files) | set(now)) if files.get(f) != now.get(f)]
     return sorted(set(out))
 

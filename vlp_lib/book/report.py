@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from vlp_lib.book import stats
 from vlp_lib.papers import chapters as all_chapters
@@ -155,6 +156,11 @@ class PairedTest:
     pooled: bool = False
 
     @property
+    def rows(self) -> int:
+        """The rows the test's variance spans, back from its degrees of freedom (R - 1)(n - 1); 2 when not pooled."""
+        return int(round(self.df / (self.n - 1))) + 1 if self.n > 1 else 2
+
+    @property
     def se(self) -> float:
         return self.std / np.sqrt(self.n) if self.n else float("nan")
 
@@ -165,17 +171,11 @@ class PairedTest:
         if self.se == 0:
             return 0.0 if (self.mean > bound if above else self.mean < bound) else 1.0
         t = (self.mean - bound) / self.se
-        return float(_t_sf(t, self.df) if above else _t_sf(-t, self.df))
+        return float(scipy_stats.t.sf(t if above else -t, self.df))
 
     def seeds_needed_text(self) -> str:
         """ "4", ">1000", or "" when unknown (fewer than two seeds)."""
         return seeds_text(self.seeds_needed)
-
-
-def _t_sf(t: float, df: float) -> float:
-    from scipy import stats as scipy_stats
-
-    return float(scipy_stats.t.sf(t, df))
 
 
 def seeds_text(n: float) -> str:
@@ -242,13 +242,8 @@ def paired_test(
         verdict=v,
         p=min(1.0, 2 * p),
         mde=stats.minimum_detectable_effect(std, n, df, alpha, power),
-        seeds_needed=stats.planned_seeds(std, target, rows=_rows_of(n, df)) if target is not None else float("nan"),
+        seeds_needed=stats.planned_seeds(std, target, rows=base.rows) if target is not None else float("nan"),
     )
-
-
-def _rows_of(n: int, df: float) -> int:
-    """The rows a pooled variance spans, back from its degrees of freedom (R - 1)(n - 1); 2 when not pooled."""
-    return int(round(df / (n - 1))) + 1 if n > 1 else 2
 
 
 EQUIVALENCE_RULE = (
@@ -286,10 +281,15 @@ def equivalence_test(
     differences: Sequence[float] | np.ndarray, margin: float, pooled: tuple[float, float] | None = None
 ) -> tuple[str, float]:
     """``EQUIVALENCE_RULE``: ("reproduced" / "opposite" / "inconclusive", p) for per-seed differences that a claim
-    says are within ``margin`` (> 0) of zero."""
+    says are within ``margin`` (> 0) of zero (``equivalence_verdict`` of their ``paired_test``)."""
+    return equivalence_verdict(paired_test(differences, pooled=pooled), margin)
+
+
+def equivalence_verdict(test: PairedTest, margin: float) -> tuple[str, float]:
+    """``EQUIVALENCE_RULE``: ("reproduced" / "opposite" / "inconclusive", p) of ``test`` against ``±margin``."""
     if not margin > 0:
         raise ValueError(f"margin must be > 0, got {margin!r}")
-    t = paired_test(differences, pooled=pooled)
+    t = test
     if t.n < 2 or not np.isfinite(t.mean):
         return "inconclusive", float("nan")
     inside = max(t.one_sided(-margin, above=True), t.one_sided(margin, above=False))
@@ -446,10 +446,15 @@ def verdict_counts(card: pd.DataFrame, column: str = "verdict") -> pd.DataFrame:
     claims decided (``DECIDED``; tested: neither "not run", "not tested" nor a timing claim's rule)."""
     papers = list(dict.fromkeys(card["paper"]))
     table = pd.crosstab(card["paper"], card[column]).reindex(papers).fillna(0).astype(int)
-    tested = card[~card["verdict"].isin(["not run", "not reproduced"]) & ~card["metric"].isin(TIMING_METRICS)]
+    tested = tested_claims(card)
     decided = tested[column].isin(DECIDED).groupby(tested["paper"]).agg(["sum", "count"]).reindex(papers)
     table["decided"] = [f"{int(s)} of {int(c)}" if c == c else "" for s, c in zip(decided["sum"], decided["count"])]
     return table
 
 
 TIMING_METRICS = ("kmeans_share", "epoch_overhead")  # claims judged by a factor rule, not a test
+
+
+def tested_claims(card: pd.DataFrame) -> pd.DataFrame:
+    """The lines of ``card`` whose claim was tested: run, and not a timing claim (judged by a factor rule)."""
+    return card[~card["verdict"].isin(["not run", "not reproduced"]) & ~card["metric"].isin(TIMING_METRICS)]
