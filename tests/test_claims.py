@@ -97,3 +97,20 @@ def test_a_row_trained_once_stays_out_of_the_pool():
     table, spanned = claims.pooled_table(rows, list(rows), "m", [0, 1, 2])
     assert "teacher" not in spanned and table.df == 6
     assert claims.judge(claim, rows, "P")["df"] in ("6 pooled", "2")  # pooled unless Bartlett objects
+
+
+def test_a_run_read_under_two_labels_enters_the_pool_once():
+    """The ProtoCLIP ablation's base run is the default bar of every sweep: four labels, one run per seed."""
+    rng = np.random.default_rng(5)
+    rows = {}
+    for name in "abc":
+        rows[name] = [
+            {"config": {"seed": s}, "config_hash": f"{name}{s}", "metrics": {"m": 0.3 + rng.normal(0, 0.01)}}
+            for s in range(3)
+        ]
+    rows["a again"] = [dict(r) for r in rows["a"]]
+    table, spanned = claims.pooled_table(rows, list(rows), "m", [0, 1, 2])
+    assert spanned == ("a", "b", "c") and table.df == 4  # (3 - 1) x (3 - 1), not (4 - 1) x (3 - 1)
+    by_hand = [{**r, "config_hash": None} for r in rows["a"]]  # records without hashes: no way to tell, all count
+    table, spanned = claims.pooled_table({**rows, "a again": by_hand}, list(rows), "m", [0, 1, 2])
+    assert len(spanned) == 4 and table.df == 6

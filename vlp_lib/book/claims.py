@@ -228,6 +228,12 @@ def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
     }
 
 
+def _run_keys(records: Sequence[dict]) -> tuple[str, ...] | None:
+    """The sorted config hashes of ``records`` (the runs they are), ``None`` where one has no hash (made by hand)."""
+    keys = [r.get("config_hash") for r in records]
+    return None if any(k is None for k in keys) else tuple(sorted(keys))
+
+
 def pooled_table(
     results: Mapping[Any, Sequence[dict]],
     rows: Sequence[Hashable],
@@ -237,11 +243,19 @@ def pooled_table(
     """``stats.pooled_variance`` of ``metric`` over those of ``rows`` that ran, report it and have every one of
     ``seeds`` (a claim's; default: the seeds all such rows share), on exactly those seeds (``POOLING_RULE``), with
     the rows it spans; ``None`` without two such rows and two seeds. A row run on other seeds (a teacher trained
-    once) stays out of the table rather than shrinking it."""
+    once) stays out of the table rather than shrinking it. A row whose records are those of a row already in the
+    table (the same runs read under a second label, as the ablation's base run is every sweep's default bar) enters
+    once: counted twice it would add degrees of freedom that no run gave."""
     values = {}
+    runs_seen: set[tuple[str, ...]] = set()
     for row in rows:
         records = results.get(row)
         if records and all(metric in r.get("metrics", {}) for r in records):
+            runs = _run_keys(records)
+            if runs is not None and runs in runs_seen:
+                continue
+            if runs is not None:
+                runs_seen.add(runs)
             values[row] = per_seed(records, metric)
     if seeds is not None:
         values = {row: v for row, v in values.items() if set(seeds) <= set(v)}
