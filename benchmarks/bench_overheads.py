@@ -2,10 +2,13 @@
 
     python benchmarks/bench_overheads.py [--pairs 4096] [--skip-protoclip]
 
-trainer_overhead     seconds per sample (fastest of 3 alternating passes each) of ``vlp_lib.train`` training CLIP (data loading, the "none" crop,
+trainer_overhead     seconds per sample (fastest of 5 alternating passes each) of ``vlp_lib.train`` training CLIP (data loading, the "none" crop,
                      schedule, gradient clipping, logging included) / seconds per sample of a bare open_clip
-                     loop (forward, ``open_clip.ClipLoss``, backward, AdamW) on the same model, batch and
-                     precision with the batches prepared in advance (goal <= 1.05)
+                     loop (forward, ``open_clip.ClipLoss``, backward, the trainer's fused AdamW) on the same model,
+                     batch and precision with the batches prepared in advance (goal <= 1.05)
+step_ms_input, step_ms_crop, step_ms_clip_grad
+                     where the difference goes, ms per step: uint8 rows to model input, the recipe's "none" crop,
+                     gradient clipping (the rest is the loop's bookkeeping)
 bare_step_mfu        (the laptop recipe's model, ``vlp_lib.config.SCALES["laptop"]``) model FLOPs per second of that bare step (``torch.utils.flop_counter``) / this CPU's
                      measured fp32 matmul peak (a 2048 x 2048 GEMM on all threads)
 matmul_peak_gflops   that peak
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import open_clip
 import torch
@@ -27,9 +31,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from vlp_lib import experiment
 from vlp_lib.config import SCALES
-from vlp_lib.data.paired import from_world
+from vlp_lib.data.paired import PairedData, from_world
 from vlp_lib.data.tokenizer import world_tokenizer
-from vlp_lib.data.transforms import to_model_input
+from vlp_lib.data.transforms import augment, to_model_input
 from vlp_lib.data.world import generate
 from vlp_lib.methods import CLIP, create_method
 from vlp_lib.models import create_model
@@ -55,7 +59,7 @@ def matmul_peak_flops(
 def bare_loop(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
     """Seconds per step of forward + ClipLoss + backward + AdamW over prepared batches."""
     loss_fn = open_clip.ClipLoss()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)  # the trainer's optimizer
     model.train()
 
     def step(images: torch.Tensor, texts: torch.Tensor) -> None:
@@ -80,7 +84,35 @@ def step_flops(model: torch.nn.Module, images: torch.Tensor, texts: torch.Tensor
     return counter.get_total_flops()
 
 
-def trainer_figures(pairs: int, batch_size: int, repeats: int = 3) -> dict[str, float]:
+def piece_ms(fn: Callable[[], object], repeats: int = 20) -> float:
+    """Milliseconds per call of ``fn`` (mean of ``repeats`` after one warm-up)."""
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return 1000 * (time.perf_counter() - t0) / repeats
+
+
+def trainer_pieces(model: torch.nn.Module, data: PairedData, batch_size: int) -> dict[str, float]:
+    """Where the trainer's time beyond the bare step goes, per step (ms): the uint8 rows to model input, the
+    recipe's "none" crop (RandomResizedCrop 0.9-1, part of every run's recipe, not machinery), gradient
+    clipping, and the rest of the loop's bookkeeping is what ``trainer_overhead`` has left."""
+    rows = data.images[:batch_size]
+    x = to_model_input(rows)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        p.grad = torch.randn_like(p)
+    generator = torch.Generator().manual_seed(0)
+    out = {
+        "step_ms_input": piece_ms(lambda: to_model_input(rows)),
+        "step_ms_crop": piece_ms(lambda: augment(x, "none", generator=generator)),
+        "step_ms_clip_grad": piece_ms(lambda: torch.nn.utils.clip_grad_norm_(params, 1.0)),
+    }
+    model.zero_grad(set_to_none=True)
+    return out
+
+
+def trainer_figures(pairs: int, batch_size: int, repeats: int = 5) -> dict[str, float]:
     tokenizer = world_tokenizer()
     data = from_world(generate(pairs, seed=0), tokenizer)
     config = TrainConfig(epochs=1, batch_size=batch_size, warmup_steps=1, progress=False)
@@ -103,6 +135,7 @@ def trainer_figures(pairs: int, batch_size: int, repeats: int = 3) -> dict[str, 
     peak = matmul_peak_flops()
     return {
         "trainer_overhead": ours / (bare_step / batch_size),
+        **trainer_pieces(bare_model, data, batch_size),
         f"bare_step_ms_{preset}": 1000 * bare_step,
         f"step_gflop_{preset}": flops / 1e9,
         "matmul_peak_gflops": peak / 1e9,

@@ -263,8 +263,10 @@ def train(
             )
         distributed.check_batch(config.batch_size)
 
+    # fused: one kernel over every tensor. PyTorch's default on CPUs is a Python loop over the tensors (rn-tiny's
+    # 84: 9.5 ms per step on this CPU, fused 2.5 ms, about 5% of a laptop step); on GPUs it is also the fastest
     optimizer = torch.optim.AdamW(
-        param_groups(model, method, config.weight_decay), lr=config.lr, betas=config.betas, eps=config.eps
+        param_groups(model, method, config.weight_decay), lr=config.lr, betas=config.betas, eps=config.eps, fused=True
     )
     trained_params = [p for g in optimizer.param_groups for p in g["params"]]
     history: list[dict[str, float]] = []
