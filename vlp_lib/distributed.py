@@ -161,3 +161,20 @@ def mean(values: dict[str, float]) -> dict[str, float]:
 def barrier() -> None:
     if world().parallel:
         dist.barrier()
+
+
+def share(count: int | torch.Tensor) -> float:
+    """The factor turning a mean over this rank's ``count`` items into this rank's share of the global batch's
+    mean, when the ranks hold different numbers of items (ICMLM's masked tokens, the images with a tag):
+    ``count * world_size / global count``, the global count by one ``all_reduce`` (no gradient; on ``count``'s
+    device when it is a tensor, so NCCL reduces it on its GPU). With each rank's loss ``mean * share(count)``,
+    i.e. (the sum over its items) / (global count) x world_size, the mean over ranks (DDP's gradient average,
+    ``mean`` of the logged terms) is the mean over every item of the global batch. 0.0 when no rank has an item;
+    exactly 1.0 in one process and whenever every rank has as many items (the loss is then unchanged, bit for bit)."""
+    w = world()
+    if not w.parallel:
+        return 1.0
+    local = torch.as_tensor(count).detach().to(torch.float64).reshape(1).clone()
+    total = local.clone()
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    return float(local) * w.world_size / float(total) if float(total) else 0.0
