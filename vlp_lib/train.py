@@ -282,6 +282,8 @@ def train(
         samples_seen = state.get("samples_seen", {})
 
     step_module = distributed.wrap(Step(model, method))
+    if ranks.rank:  # every rank its own dropout masks (open_clip seeds each rank apart); rank 0 keeps one process's
+        torch.manual_seed(int(np.random.SeedSequence([config.seed, ranks.rank, 0xD0]).generate_state(1)[0]))
 
     def autocast() -> contextlib.AbstractContextManager:
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16")
