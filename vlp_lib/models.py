@@ -308,11 +308,19 @@ class ImageOnly(torch.nn.Module):
         return self.feature_maps(image, 1)[0]
 
     def map_shape(self) -> tuple[int, int, int]:
-        """``(C, H, W)`` of X at the tower's image size, read from one blank image."""
+        """``(C, H, W)`` of X at the tower's image size, read from one blank image in eval mode, the tower given
+        back in the mode it was in: in training mode BatchNorm cannot normalise one image's 1×1 map (``rn-tiny``
+        at 32 px: "Expected more than 1 value per channel") and would fold the blank image into its running
+        statistics."""
         size = model_image_size(self)
         param = next(self.visual.parameters())
-        with torch.no_grad():
-            x = self.feature_map(torch.zeros(1, 3, size, size, device=param.device, dtype=param.dtype))
+        was_training = self.visual.training
+        self.visual.eval()
+        try:
+            with torch.no_grad():
+                x = self.feature_map(torch.zeros(1, 3, size, size, device=param.device, dtype=param.dtype))
+        finally:
+            self.visual.train(was_training)
         return int(x.shape[1]), int(x.shape[2]), int(x.shape[3])
 
     def encode_image(self, image: torch.Tensor, normalize: bool = False) -> torch.Tensor:
