@@ -123,9 +123,9 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     ),
 }
 # TP_Postag and ICMLM read the image tower as an image-only model (``models.ImageOnly``) whose last map rn-tiny gives
-# 1x1 at 32 px: building their heads (``ImageOnly.map_shape``: one blank image through the tower in training mode)
-# then fails in BatchNorm ("expected more than 1 value per channel"), so they train at the ICMLM chapter's 64 px (a
-# 2x2 map) at scales whose image size is smaller: the same tower, four times the pixels, said on the page
+# 1x1 at 32 px: a single cell leaves ICMLM's attention over the map's cells (main Eq. 5-6) nothing to choose between,
+# so they train at the ICMLM chapter's 64 px (a 2x2 map) at scales whose image size is smaller: the same tower, four
+# times the pixels, said on the page (the equal-seconds rows charge them for it)
 IMAGE_ONLY_SIZE = 64
 CONTEXT_LENGTH = 32  # iCLIP's longest class text takes 25 tokens (its chapter uses 32): every text tower gets it
 # the image-only variants have no text tower: their captions (tags, the world-LM's input) keep the default context,
