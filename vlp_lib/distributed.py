@@ -161,3 +161,35 @@ def mean(values: dict[str, float]) -> dict[str, float]:
 def barrier() -> None:
     if world().parallel:
         dist.barrier()
+
+
+def row_counts(counts: list[int], device: torch.device | str = "cpu") -> list[list[int]]:
+    """Every rank's ``counts`` (as many on every rank: e.g. how many rows of each kind its share of a batch holds),
+    in rank order, by one ``all_gather`` on ``device`` (that of the ranks' tensors: CUDA under NCCL). One process:
+    ``[counts]``."""
+    w = world()
+    if not w.parallel:
+        return [list(counts)]
+    mine = torch.tensor(counts, dtype=torch.long, device=device)
+    parts = [torch.empty_like(mine) for _ in range(w.world_size)]
+    dist.all_gather(parts, mine)
+    return [part.tolist() for part in parts]
+
+
+def gather_uneven(rows: torch.Tensor, counts: list[int]) -> torch.Tensor:
+    """Every rank's ``rows``, rank ``r`` holding ``counts[r]`` of them (``row_counts``; any number, none included),
+    concatenated in rank order on every rank, with gradients flowing back to each rank's own rows as
+    ``gather_with_grad`` (a tensor without gradients gathers without). A sub-batch whose shares differ in size from
+    rank to rank (iCLIP's image-text pairs beside its class images): each share is padded to the largest for the
+    ``all_gather`` and cut back. A collective: every rank calls it, also one that holds no rows. One process:
+    ``rows``."""
+    w = world()
+    if not w.parallel:
+        return rows
+    if len(rows) != counts[w.rank]:
+        raise ValueError(f"rank {w.rank} holds {len(rows)} rows, counts says {counts[w.rank]}")
+    import torch.distributed.nn as dist_nn
+
+    size = max(max(counts), 1)  # all_gather of empty tensors is not portable
+    padded = torch.cat([rows, rows.new_zeros((size - len(rows), *rows.shape[1:]))])
+    return torch.cat([part[:n] for part, n in zip(dist_nn.all_gather(padded), counts)])
