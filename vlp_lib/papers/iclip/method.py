@@ -12,16 +12,37 @@ arguments (``ICLIPArgs``): the classes in the softmax (``class_set``: all | the 
 Batch (Supp A: "we sample 50% images from both datasets"): B = B_cls + B_it with B_cls = round(r B), drawn by a
 ``MixedSampler`` whose epoch counts the pairs' pool, so that ``epochs`` gives the same total samples at every r
 (Supp Tab. 1: ratios "with the same number of samples"). r = 0 is plain CLIP: no class data is built, the default
-sampler orders the pairs and the loss is ``clip_loss`` on the same batch.
+sampler orders the pairs and the loss is CLIP's on the same batch (``local_clip_loss``: in one process the
+operations of ``losses.clip.clip_loss``).
 
 iCLIP, per step, with f the image tower and h the text tower (shared by both terms):
 
     v = f(images), t = h(alt-texts of the pair rows), c = h(class texts)   (class texts re-encoded every step)
-    L = w_clip L_CLIP(v_it, t) + w_cls L_cls(v_cls, c, y)                  (losses.clip, papers.iclip.loss; 1 : 1)
+    L = w_clip L_CLIP(v_it, t) + w_cls L_cls(v_cls, c, y)                  (papers.iclip.loss; 1 : 1)
+
+with L_CLIP ProtoCLIP's Eq. 1 and L_cls the reconstructed cosine classifier (``iclip_main_facts.md`` 1.2: the paper's
+equation numbers are unknown).
 
 UniCL: one batch of (image, text, label) triples: a class image's text is a random prompt of its class name
 (``papers.iclip.classes.class_prompt``, no definition), each image-text pair has a label of its own, and
 L = ``papers.iclip.loss.unicl_loss`` with targets 1[y_i = y_j].
+
+Across processes (``vlp_lib.distributed``; ``torchrun ... -m vlp_lib.launch``) each rank holds a contiguous share of
+the global batch, and since its class images come first the shares of the two sub-batches differ from rank to rank
+(r = 0.5, two ranks: one holds every class image, the other every pair). iCLIP: the ranks exchange their counts
+(``distributed.row_counts``); the pairs' image and text features are gathered with gradients from shares of any size
+(``distributed.gather_uneven``) and each rank scores its own pairs against all of them in both directions; each rank
+with class images encodes the same class texts (the global batch's classes with ``class_set="batch"``, gathered)
+and scores its own class images, against every rank's alt-texts too with ``text_negatives``. Each term is the
+rank's share of the global mean, its own rows' mean weighted by n W / N (``papers.iclip.loss``), so that DDP's
+average of the ranks' gradients is the one-process gradient and the ranks' mean of a logged term its one-process
+value. UniCL's rows are the batch itself, an equal share per rank: features and labels gathered
+(``unicl_loss``). Measured (``tests/test_distributed_iclip.py``: 2 gloo processes against one, ``vit-tiny``, 8 steps
+of B = 24): iCLIP r = 0.375 (class images 9 | 0, pairs 3 | 12) final loss 6.25791037 vs 6.25791046, largest
+difference over the loss history 5e-7 (L_CLIP 4e-7, L_cls 2e-7, gradient norm 1e-7 relative); with
+``class_set="batch"``, ``text_negatives`` and its own temperature at r = 0.625 (12 | 3 class images, 0 | 9 pairs)
+3e-6 (L_CLIP 1e-6, L_cls 2e-6); UniCL 5e-7; the temperatures equal, accuracies and recalls equal, the modality gaps
+within 2e-7. In one process the losses are bit for bit those computed before.
 """
 
 from __future__ import annotations
@@ -36,12 +57,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vlp_lib import distributed
 from vlp_lib.config import check_bool
 from vlp_lib.data import vocab
 from vlp_lib.data.corpora import DEFAULT_TEMPLATE
 from vlp_lib.data.paired import PairedData, concat, tokenize_all
 from vlp_lib.data.sampler import MixedSampler, Sampler
-from vlp_lib.losses.clip import clip_loss
 from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Method, MethodContext
 from vlp_lib.models import clamp_logit_scale_
@@ -55,7 +76,7 @@ from vlp_lib.papers.iclip.classes import (
     class_texts,
     context_needed,
 )
-from vlp_lib.papers.iclip.loss import class_text_contrast, unicl_loss
+from vlp_lib.papers.iclip.loss import class_text_contrast, local_clip_loss, unicl_loss
 
 if TYPE_CHECKING:
     from vlp_lib.run_config import RunConfig
@@ -242,6 +263,8 @@ class ClassMixing(Method):
 
 class ICLIP(ClassMixing):
     """iCLIP: L = w_clip L_CLIP (pair rows) + w_cls L_cls (class rows against the class texts, ``papers.iclip.loss``).
+    Across processes each rank holds any number of class rows and pairs; 2 gloo processes match one within 3e-6 on
+    the loss and every logged term, with every option (the module docstring).
 
     Args:
         ratio: r, the share of class rows per batch (Supp Tab. 1 sweeps 0.1-0.9; 0.5 the default).
@@ -256,6 +279,9 @@ class ICLIP(ClassMixing):
     """
 
     name = "iclip"
+    # the ranks' counts of class rows and pairs, the pairs' features (shares of any size, with gradients: L_CLIP and
+    # the text negatives) and, with class_set "batch", the batch's classes are gathered; class texts encoded per rank
+    distributed = True
     # buffers registered in __init__
     class_position: torch.Tensor
     class_tokens: torch.Tensor
@@ -311,31 +337,48 @@ class ICLIP(ClassMixing):
     def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
         device = batch.images.device
         class_rows, pair_rows = (torch.as_tensor(r, device=device) for r in split_rows(batch))
+        # across processes a rank's share of the batch holds any number of class rows and of pairs (class rows come
+        # first): every rank learns every rank's two counts, and the global batch's decide which terms are computed
+        # (every rank joins the same gathers and logs the same terms)
+        counts = distributed.row_counts([len(class_rows), len(pair_rows)], device)
+        class_counts, pair_counts = [c for c, _ in counts], [p for _, p in counts]
         images = F.normalize(model.encode_image(batch.images), dim=-1)
         tokens = [batch.texts[pair_rows]]
+        positions = torch.zeros(0, dtype=torch.long, device=device)
         if len(class_rows):
             shape_ids = torch.as_tensor(batch.side("class_label")[class_rows.cpu().numpy()], device=device)
             positions = self.class_position[shape_ids]
-            if self.class_set == "batch":  # only the batch's classes, each text encoded once
-                present, labels = torch.unique(positions, return_inverse=True)
-                tokens.append(self.class_tokens[present])
+        labels = positions
+        if sum(class_counts):
+            if self.class_set == "batch":  # only the global batch's classes (gathered), each text encoded once
+                present = torch.unique(distributed.gather_uneven(positions, class_counts))
+                labels = torch.searchsorted(present, positions)
+                class_tokens = self.class_tokens[present]
             else:
-                labels = positions
-                tokens.append(self.class_tokens)
+                class_tokens = self.class_tokens
+            if len(class_rows):  # every rank with class rows encodes the same class texts: the same features
+                tokens.append(class_tokens)
         # one pass of the shared text tower over the alt-texts and the class texts (re-encoded every step)
         texts = F.normalize(model.encode_text(torch.cat(tokens)), dim=-1)
         pair_texts, label_texts = texts[: len(pair_rows)], texts[len(pair_rows) :]
         scale = model.logit_scale.exp()
         total = torch.zeros((), device=device)
         logs: dict[str, float] = {"logit_scale": float(scale.detach())}
-        if len(pair_rows):
-            l_clip = clip_loss(images[pair_rows], pair_texts, scale)
+        all_pair_texts = pair_texts
+        if sum(pair_counts):
+            # every rank's pairs, gathered with gradients (shares of any size); this rank's rows start at ``start``
+            all_pair_images = distributed.gather_uneven(images[pair_rows], pair_counts)
+            all_pair_texts = distributed.gather_uneven(pair_texts, pair_counts)
+            start = sum(pair_counts[: distributed.world().rank])
+            l_clip = local_clip_loss(images[pair_rows], pair_texts, all_pair_images, all_pair_texts, start, scale)
             total = total + self.weights["clip"] * l_clip
             logs["loss_clip"] = float(l_clip.detach())
-        if len(class_rows):
+        if sum(class_counts):
             cls_scale = scale if self.cls_logit_scale is None else self.cls_logit_scale.exp()
-            candidates = torch.cat([label_texts, pair_texts]) if self.text_negatives else label_texts
-            l_cls = class_text_contrast(images[class_rows], candidates, labels, cls_scale)
+            l_cls = torch.zeros((), device=device)  # a rank without class rows holds none of L_cls
+            if len(class_rows):
+                candidates = torch.cat([label_texts, all_pair_texts]) if self.text_negatives else label_texts
+                l_cls = class_text_contrast(images[class_rows], candidates, labels, cls_scale, sum(class_counts))
             total = total + self.weights["cls"] * l_cls
             logs["loss_cls"] = float(l_cls.detach())
             if self.cls_logit_scale is not None:
@@ -352,9 +395,11 @@ class UniCL(ClassMixing):
     """UniCL: ``papers.iclip.loss.unicl_loss`` over the merged batch. A class row's text is its image's random prompt of
     the class name (``papers.iclip.classes.class_prompt``: a template drawn per image, no definition) and its label the
     shape id; a pair's label is its own (``len(vocab.SHAPES)`` + its data index), so pairs have no other
-    positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing`` (a run config sets ``ClassMixingArgs``)."""
+    positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing`` (a run config sets ``ClassMixingArgs``). Across
+    processes: 2 gloo processes match one within 5e-7 on the loss history (the module docstring)."""
 
     name = "unicl"
+    distributed = True  # the batch's features (with gradients) and labels are gathered (papers.iclip.loss.unicl_loss)
     Args: ClassVar[type[MethodArgs]] = ClassMixingArgs
 
     @classmethod
