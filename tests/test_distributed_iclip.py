@@ -23,6 +23,8 @@ from vlp_lib.papers.iclip import evaluations
 from vlp_lib.papers.iclip.loss import class_text_contrast, local_clip_loss
 
 CLASS_DATA = {"n": 48, "seed": 5}
+TASK_TEST = 20  # test images per task: one of them is 0.05 of an accuracy
+
 TINY = dict(
     model="vit-tiny",
     train_size=96,
@@ -30,7 +32,7 @@ TINY = dict(
     epochs=2,
     warmup_steps=1,
     task_train=40,
-    task_test=20,
+    task_test=TASK_TEST,
     retrieval_images=10,
     eval_tasks=["shapes10", "retrieval2"],
     context_length=32,
@@ -125,8 +127,11 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, logge
 
     for term, diff in diffs.items():
         assert diff <= TOLERANCE, (term, diff)
-    for key, diff in metric_diffs.items():  # accuracies and recalls equal; distances within the loss tolerance
-        assert diff <= TOLERANCE and math.isfinite(diff), (key, diff)
+    # metrics: within one test image (accuracies) or one retrieval query's recall, as tests/test_distributed.py: a
+    # 1e-6 difference in the weights can move one borderline prediction; distances within the loss tolerance
+    for key, diff in metric_diffs.items():
+        allowed = TOLERANCE if "gap" in key else max(1 / TASK_TEST, 0.02) + 1e-9
+        assert diff <= allowed and math.isfinite(diff), (key, diff)
 
 
 @pytest.mark.parametrize("split", [(3, 12), (0, 9), (12, 0), (6, 6)])
