@@ -54,7 +54,9 @@ def test_make_check_install(tmp_path):
     assert entry["minutes"] == {"iclip_ratio": 10.0} and entry["seeds"] == iclip.resolve_seeds("laptop", None)
     assert entry["fingerprints"] == {"core": runs.code_fingerprint(None), "iclip": runs.code_fingerprint("iclip")}
     assert len(manifest["records"]) == 1
-    assert release.check(target) == [f"chapters not in the release: {[c for c in CHAPTERS if c not in SHIPPED]}"]
+    missing = [c for c in CHAPTERS if c not in SHIPPED]
+    assert release.check(target) == [f"chapters not in the release: {missing}"]
+    assert release.check(target, complete=False) == [] and release.missing_chapters(target) == missing
     # installed pages carry their provenance; a page executed here is kept
     book = tmp_path / "book"
     book.mkdir()
@@ -120,7 +122,9 @@ def glued(page: dict, name: str):
 
 @pytest.mark.skipif(release.read_manifest() is None, reason="no release shipped yet")
 def test_the_shipped_release_is_whole_and_its_scorecard_matches_its_records(tmp_path):
-    assert release.check() == []
+    # the release is built chapter by chapter: what it ships must be whole; the chapters it does not hold yet read
+    # "not built yet" in the book (``release check --partial`` names them)
+    assert release.check(complete=False) == []
     manifest = release.read_manifest()
     store = release.unpack(release.RELEASE_DIR, tmp_path)
     judged = {
