@@ -8,7 +8,8 @@
 #   default: all; the other pages come from the release, keep their last build, or show "not built yet").
 #   `make verify CHAPTERS=iclip`: re-make chapters from empty caches in a scratch store and compare with the release;
 #   `make release CHAPTERS=iclip` (maintainers): ship book/executed and the store's current records into release/.
-#   `make test-quick`: the checks and the tests without notebooks; `make lint`: ruff and mypy only.
+#   `make test-quick`: the checks and the tests without notebooks; `make lint`: ruff and mypy only;
+#   `make test-paper`: one step of every method at the papers' models (RN50 / ViT-B-32, 224 px) on the CPU.
 
 PYTHON ?= python3
 SCALE ?= laptop
@@ -21,7 +22,7 @@ EXECUTED := book/executed
 # jupyter-book/sphinx warnings are errors: a failing notebook or a broken reference fails the build
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: venv test test-quick lint notebooks book release verify bench lab clean
+.PHONY: venv test test-quick test-paper lint notebooks book release verify bench lab clean
 
 venv: $(STAMP)
 
@@ -32,12 +33,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (vlp-book)" >/dev/null
 	touch $(STAMP)
 
+# every tier but the paper-scale steps (`make test-paper`)
 test: lint $(STAMP)
-	$(BIN)/python -m pytest -q --durations=10
+	$(BIN)/python -m pytest -q --durations=10 -m "not paper_scale"
 
-# the quick tier: the checks, then everything but executing the notebooks (pytest marker `notebooks`)
+# the quick tier: the checks, then everything but executing the notebooks (pytest marker `notebooks`) and the
+# paper-scale steps
 test-quick: lint $(STAMP)
-	$(BIN)/python -m pytest -q --durations=10 -m "not notebooks"
+	$(BIN)/python -m pytest -q --durations=10 -m "not notebooks and not paper_scale"
+
+# the paper-scale tier (pytest marker `paper_scale`): one step of every method at RN50 / ViT-B-32 and 224 px on the
+# CPU, through the trainer, and the evaluation suite on a handful of 224 px images; each test's time printed
+test-paper: $(STAMP)
+	$(BIN)/python -m pytest -q --durations=0 -m paper_scale
 
 # ruff (lint + format) and mypy, configured in pyproject.toml: a few seconds
 lint: $(STAMP)

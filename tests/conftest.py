@@ -5,6 +5,12 @@ import pytest
 import torch
 
 
+def torch_threads() -> int:
+    """Torch threads per test: ``OMP_NUM_THREADS`` when it is set (a shared machine's one thread), else up to 2."""
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    return int(threads) if threads.isdigit() and int(threads) > 0 else max(1, min(2, os.cpu_count() or 1))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_dirs(tmp_path_factory, monkeypatch):
     """Every test writes results/checkpoints to temp dirs; the world cache is shared per session
@@ -13,7 +19,7 @@ def _isolated_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("VLP_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path_factory.mktemp("results")))
     monkeypatch.setenv("VLP_CHECKPOINT_DIR", str(tmp_path_factory.mktemp("checkpoints")))
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(torch_threads())
     yield
 
 

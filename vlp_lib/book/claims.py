@@ -231,7 +231,7 @@ def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
 def _run_keys(records: Sequence[dict]) -> tuple[str, ...] | None:
     """The sorted config hashes of ``records`` (the runs they are), ``None`` where one has no hash (made by hand)."""
     keys = [r.get("config_hash") for r in records]
-    return None if any(k is None for k in keys) else tuple(sorted(keys))
+    return None if any(k is None for k in keys) else tuple(sorted(str(k) for k in keys))
 
 
 def pooled_table(
