@@ -26,7 +26,8 @@ def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatc
     for scale in chapter.CHAPTER_SCALES:
         for row in chapter.ROWS:
             c = chapter.config(row, scale, 1)
-            assert c.model == chapter.MODEL and c.image_size == chapter.IMAGE_SIZE and c.seed == 1
+            sizes = chapter.CHAPTER_SCALES[scale]
+            assert (c.model, c.image_size, c.seed) == (sizes["model"], sizes["image_size"], 1)
             assert c.world_knobs["mismatch_rate"] == 0.0 and c.world_knobs["junk_rate"] == 0.0
             if row.method == "icmlm":
                 assert isinstance(c.method_args, ICMLMArgs)

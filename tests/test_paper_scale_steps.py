@@ -7,8 +7,7 @@ Each run is a chapter's own paper-scale config (``chapter.config(row, "paper", s
 small episode, few prototypes, few class images, a small detector world and world-LM corpus. Model, image size,
 precision (bf16 autocast, the paper presets'), augmentation, heads and loss weights stay the paper scale's.
 Exceptions, each said where it is made: DIME-FM's student is ViT-B-32, since the chapter's RN50 student cannot be
-configured against its ViT-B-32 teacher (``tests/test_paper_scale.py::test_dimefm_students_at_paper_scale``); the
-ICMLM chapter's rows are moved from its rn-tiny at 64 px to RN50 at 224 px, the paper's backbone; ProtoCLIP's first
+configured against its ViT-B-32 teacher (``tests/test_paper_scale.py::test_dimefm_students_at_paper_scale``); ProtoCLIP's first
 episode uses the prototypes (``warmup_episodes=0``) so that one step covers the episode.
 
 Timed with ``pytest -m paper_scale --durations=0`` (README, "Tests"): too slow for ``make test``; ``make test-paper``
@@ -232,16 +231,13 @@ def test_class_mixing_step_at_paper_scale(row):
     check_trained(moved(model, method, before), "model.visual.layer4", "model.transformer")
 
 
-RN50 = dict(model="RN50", image_size=224)  # the paper's backbone, in place of the ICMLM chapter's rn-tiny at 64 px
-
-
 @pytest.mark.parametrize("row", [icmlm.TP_LABEL, icmlm.TP_CLUSTER], ids=["tp_label", "tp_cluster"])
 def test_tag_prediction_step_at_paper_scale(row):
     """TP_Label (the 24 shapes) and TP_Cluster (MiniLM caption clusters; 2 of them in 4 captions) on RN50's 7x7
     map."""
     paper = icmlm.config(row, "paper", 0)
     changes = {"method_kwargs": method_kwargs(paper, k=2)} if row.label_set == "cluster" else {}
-    model, method, result, before = one_step(shrunk(paper, **RN50, **changes))
+    model, method, result, before = one_step(shrunk(paper, **changes))
     check_step(result, ("loss_tp",))
     assert model.map_shape() == (2_048, 7, 7)
     check_trained(moved(model, method, before), "model.visual.layer4", "method.classifier")
@@ -250,7 +246,7 @@ def test_tag_prediction_step_at_paper_scale(row):
 def test_tp_postag_run_then_icmlm_from_it_at_paper_scale():
     """TP_Postag run end to end (image-only: the probes of the suite, no zero-shot), then ICMLM_tfm starting from
     its stored checkpoint (Supp F.1), one step with its frozen world-LM."""
-    tp = shrunk(icmlm.config(icmlm.TP_POSTAG, "paper", 0), **RN50, eval_tasks=["shapes10", "objects"])
+    tp = shrunk(icmlm.config(icmlm.TP_POSTAG, "paper", 0), eval_tasks=["shapes10", "objects"])
     record = experiment.run(tp, progress=False)
     metrics = {k: v for k, v in record["metrics"].items() if "/" in k}
     check_metrics(metrics)
@@ -259,7 +255,7 @@ def test_tp_postag_run_then_icmlm_from_it_at_paper_scale():
     start, _ = experiment.load_trained(record)
 
     paper = icmlm.config(icmlm.TFM, "paper", 0)
-    config = shrunk(paper, **RN50, method_kwargs=method_kwargs(paper, init=tp.to_dict(), lm=SMALL_LM))
+    config = shrunk(paper, method_kwargs=method_kwargs(paper, init=tp.to_dict(), lm=SMALL_LM))
     model, method, result, before = one_step(config)
     for name, value in start.visual.state_dict().items():  # the step started from the TP_Postag run
         if f"model.visual.{name}" in before:
@@ -271,7 +267,7 @@ def test_tp_postag_run_then_icmlm_from_it_at_paper_scale():
 def test_icmlm_att_fc_step_at_paper_scale():
     """ICMLM_att-fc (2 layers, 4 heads) from a fresh RN50."""
     paper = icmlm.config(icmlm.ATT_FC_BIG, "paper", 0)
-    config = shrunk(paper, **RN50, method_kwargs=method_kwargs(paper, init=None, lm=SMALL_LM))
+    config = shrunk(paper, method_kwargs=method_kwargs(paper, init=None, lm=SMALL_LM))
     model, method, result, before = one_step(config)
     check_step(result, ("loss_mlm",))
     check_trained(

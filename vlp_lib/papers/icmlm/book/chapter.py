@@ -47,6 +47,8 @@ from vlp_lib.run_config import RunConfig
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(
+        model="rn-tiny",
+        image_size=64,
         train_size=128,
         epochs=1,
         batch_size=32,
@@ -62,6 +64,8 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         lambdas=(0.0, 0.1),
     ),
     "laptop": dict(
+        model="rn-tiny",
+        image_size=64,
         train_size=5_120,
         epochs=2,
         batch_size=128,
@@ -75,6 +79,8 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         lm={},
     ),
     "paper": dict(
+        model="RN50",
+        image_size=224,
         train_size=118_000,
         epochs=100,
         batch_size=128,
@@ -88,7 +94,8 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         lm={},
     ),
 }
-MODEL, IMAGE_SIZE = "rn-tiny", 64
+# The image tower per scale (``model``, ``image_size`` above): rn-tiny at 64 px on the CPU (at 32 px its last map is
+# 1x1 and leaves ICMLM's attention nothing to choose), ICMLM's ResNet-50 at 224 px at paper scale.
 WORLD_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0)  # COCO's captions: written for the image, no web noise
 WARMUP_FRACTION = 0.1
 K_DEFAULT = 50  # spec 4.3: K = 50 of the world's ~150 content words <-> the paper's 5K tags
@@ -185,8 +192,8 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
         scale,
         method=row.method,
         seed=seed,
-        model=MODEL,
-        image_size=IMAGE_SIZE,
+        model=sizes["model"],
+        image_size=sizes["image_size"],
         train_size=sizes["train_size"],
         world_knobs=WORLD_KNOBS,
         epochs=epochs,
