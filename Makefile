@@ -22,7 +22,7 @@ EXECUTED := book/executed
 # jupyter-book/sphinx warnings are errors: a failing notebook or a broken reference fails the build
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: venv test test-quick test-paper lint notebooks book release verify bench lab clean
+.PHONY: venv test test-quick test-paper lint notebooks book release restore verify bench lab clean
 
 venv: $(STAMP)
 
@@ -70,6 +70,11 @@ book: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release make --scale $(SCALE) $(CHAPTERS)
 	$(BIN)/python -m vlp_lib.book.release check --partial
+
+# the release's records into results/ (kept records stay): notebooks opened in JupyterLab and chapters re-executed
+# load the shipped runs instead of training them
+restore: $(STAMP)
+	$(BIN)/python -m vlp_lib.book.release restore
 
 verify: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release verify $(CHAPTERS)

@@ -135,3 +135,15 @@ def test_the_shipped_release_is_whole_and_its_scorecard_matches_its_records(tmp_
     page = json.loads((release.RELEASE_DIR / release.PAGES / "scorecard.ipynb").read_text())
     shown = {line["id"]: line["verdict"] for line in glued(page, "score_lines")}
     assert shown == judged, "the scorecard page and the shipped records disagree: re-make the scorecard and release it"
+
+
+def test_restore_copies_the_records_and_keeps_the_store(tmp_path):
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run(value=0.3)
+    release.make(SHIPPED, "laptop", executed, target)
+    store = tmp_path / "store"
+    assert release.restore(target, store) == 1 and release.restore(target, store) == 0
+    (path,) = store.rglob("*.json")
+    assert runs.read(path)["metrics"]["avg3/linear"] == 0.3
+    path.write_text(path.read_text().replace("0.3", "0.4"))  # a record already there is never replaced
+    assert release.restore(target, store) == 0 and "0.4" in path.read_text()

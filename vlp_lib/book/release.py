@@ -3,6 +3,7 @@ the check that today's code re-makes them.
 
     python -m vlp_lib.book.release make [chapters] --scale laptop   # ship book/executed + the store (maintainers)
     python -m vlp_lib.book.release install                          # the release's pages into book/executed
+    python -m vlp_lib.book.release restore                          # its records into the results store
     python -m vlp_lib.book.release check                            # the release whole: pages, records, checksums
     python -m vlp_lib.book.release verify [chapters]                # re-make from empty caches, compare
 
@@ -290,6 +291,24 @@ def unpack(release: Path, root: Path) -> Path:
     return store
 
 
+def restore(release: Path = RELEASE_DIR, store: Path | None = None) -> int:
+    """Copy the release's records into the working results store (``store``, default ``results_dir()``), keeping
+    every record already there; returns how many were copied. Then a notebook opened in JupyterLab, or a chapter
+    re-executed, loads the shipped runs instead of training them (a missing checkpoint is re-made by its run, with
+    the same numbers: ``experiment.trained_state``), and a chapter the release holds in part trains only the rest."""
+    store = store or results_dir()
+    copied = 0
+    for rel in (read_manifest(release) or {}).get("records", {}):
+        kind, name = Path(rel).parts[1], Path(rel).name[: -len(".gz")]
+        target = store / kind / name
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(gzip.decompress((release / rel).read_bytes()))
+        copied += 1
+    return copied
+
+
 @contextmanager
 def environment(**values: str | None) -> Iterator[None]:
     """Environment variables set (``None``: unset) inside the block, restored after it."""
@@ -372,6 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("names", nargs="*")
     p.add_argument("--scale", default="laptop")
     sub.add_parser("install", help="the release's pages into book/executed (pages executed here are kept)")
+    sub.add_parser("restore", help="the release's records into the working results store (records there are kept)")
     p = sub.add_parser("check", help="the release whole: every chapter, page, record and its checksum")
     p.add_argument("--partial", action="store_true", help="check what is shipped so far; name the chapters missing")
     p = sub.add_parser("verify", help="re-make chapters from empty caches and compare with the release")
@@ -391,6 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"installed from the release: {', '.join(installed) or 'nothing (no release, or every page executed here)'}"
             )
+        elif args.command == "restore":
+            print(f"restored {restore()} records of the release into {results_dir()}")
         elif args.command == "check":
             problems = check(complete=not args.partial)
             missing = missing_chapters()
