@@ -207,3 +207,16 @@ def test_without_runs_every_claim_reaches_the_scorecard_as_not_run():
     assert set(ours.index) == {c.id for c in chapter.CLAIMS}
     assert (ours["verdict"] == "not run").all()
     assert all(rule in chapter.RULES for rule in [chapter.CALIBRATION_RULE])
+
+
+def test_the_page_says_when_clip_has_barely_learned(monkeypatch):
+    monkeypatch.setattr(experiment, "stored", lambda config: None)  # no baseline in this store
+    config = {"train_size": 1000, "epochs": 1, "batch_size": 100}  # no evaluation config: chance reads 0
+
+    def results(linear):
+        return {Row(CLIP): [{"config": config, "metrics": {chapter.LINEAR: v}} for v in linear]}
+
+    low = chapter.learning_check(results([0.05, 0.07]), "laptop")
+    assert "1,000 samples" in low and "6.0%" in low and "6.0 pp above chance" in low and "close to chance" in low
+    high = chapter.learning_check(results([0.50, 0.52]), "laptop")
+    assert "51.0%" in high and "close to chance" not in high

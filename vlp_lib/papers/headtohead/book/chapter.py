@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment
-from vlp_lib.book.claims import Claim, judge_stored
+from vlp_lib.book.claims import Claim, judge_stored, our_chance
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import fmt, mean_std, paired_test, record_differences, seed_values
@@ -810,3 +810,35 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
         groups.setdefault(group, []).append(f"{variant.label}{value}")
     order = ["above CLIP", "within ±1 pp of CLIP", "below CLIP", "undecided", "not run"]
     return "; ".join(f"{g}: {', '.join(groups[g])}" for g in order if g in groups) or "no claim judged"
+
+
+# A comparison of models that barely learned says nothing about the ideas: the page says how far CLIP got
+LEARNED_ENOUGH = 0.10  # of above-chance accuracy on the claim metric (10 pp): below it the page warns
+
+
+def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: str = LINEAR) -> str:
+    """How far CLIP at equal samples rose above chance on ``metric``, beside the book's baseline CLIP (the laptop
+    recipe on the same tower, when stored), in one paragraph; a warning when it is less than ``LEARNED_ENOUGH``:
+    then every variant is close to chance and the claims compare models that have not yet learned."""
+    clip = results[Row(CLIP)]
+    mean = float(np.mean(seed_values(clip, metric)))
+    chance = our_chance(clip, metric)
+    text = (
+        f"CLIP at equal samples ({trained_samples(clip[0]['config']):,} samples) reaches "
+        f"{100 * mean:.1f}% on the {METRICS[metric]} (avg3) against {100 * chance:.1f}% for a random guesser: "
+        f"{100 * (mean - chance):.1f} pp above chance"
+    )
+    baseline = [experiment.stored(experiment.make_config(scale, method="clip", seed=s)) for s in (0, 1, 2)]
+    if all(r is not None and metric in r["metrics"] for r in baseline):
+        done = [r for r in baseline if r is not None]
+        text += (
+            f"; the book's baseline CLIP ({trained_samples(done[0]['config']):,} samples, "
+            f"{len(done)} seeds) reaches {100 * float(np.mean(seed_values(done, metric))):.1f}%"
+        )
+    if mean - chance < LEARNED_ENOUGH:
+        text += (
+            ". **At this budget every model is still close to chance: the claims below compare models that have "
+            "barely started to learn, so they cannot rank the ideas**, whatever their verdicts; a budget at which "
+            "CLIP learns (tens of thousands of samples per run) is what this comparison needs"
+        )
+    return text + "."
