@@ -147,3 +147,10 @@ def test_restore_copies_the_records_and_keeps_the_store(tmp_path):
     assert runs.read(path)["metrics"]["avg3/linear"] == 0.3
     path.write_text(path.read_text().replace("0.3", "0.4"))  # a record already there is never replaced
     assert release.restore(target, store) == 0 and "0.4" in path.read_text()
+
+
+def test_a_book_side_chapter_rests_on_the_papers_whose_runs_it_reads():
+    # the head to head defines no method: its runs belong to the papers of their methods, and its release entry
+    # (fingerprints, changed files) follows those papers
+    assert release._scopes("headtohead") == ["core", "protoclip", "pyramidclip", "iclip", "icmlm"]
+    assert release._scopes("iclip") == ["core", "iclip"] and release._scopes("baseline") == ["core"]

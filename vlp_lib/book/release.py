@@ -85,9 +85,14 @@ def _file_hashes(scope: str) -> dict[str, str]:
 
 
 def _scopes(chapter: str) -> list[str]:
-    """The record scopes a chapter's pages rest on: the core, and the chapter's paper if it is one."""
-    papers = {c.name for c in paper_chapters()}
-    return [runs.CORE, *([chapter] if chapter in papers else [])]
+    """The record scopes a chapter's pages rest on: the core, the chapter's paper if it defines methods, and the
+    papers whose runs it reads (``Chapter.reads``: the head to head trains other papers' methods, and their runs
+    belong to those papers)."""
+    found = [c for c in paper_chapters() if c.name == chapter]
+    if not found:
+        return [runs.CORE]
+    own = [chapter] if found[0].methods else []
+    return [runs.CORE, *own, *found[0].reads]
 
 
 def _seeds(chapter: str, scale: str) -> list[int]:

@@ -37,7 +37,8 @@ class Chapter:
     provides ``claims(scale)`` (scorecard lines, ``vlp_lib.book.report.SCORECARD_COLUMNS``), ``resolve_seeds(scale,
     None)`` (the seeds its claims are judged on) and ``RULES`` (its verdict rules beyond the shared
     ``report.VERDICT_RULE``); ``methods``: the names of the methods its ``method`` module defines (the core's
-    registry imports that module when a run asks for one of them); ``order``: its place in the book."""
+    registry imports that module when a run asks for one of them); ``order``: its place in the book; ``reads``: the
+    other papers whose stored runs its pages read (their fingerprints decide whether its released pages are current)."""
 
     name: str
     paper: str
@@ -45,6 +46,9 @@ class Chapter:
     module: str
     methods: tuple[str, ...] = ()
     order: int = 100
+    reads: tuple[
+        str, ...
+    ] = ()  # other papers whose stored runs its pages read (a book-side chapter's, e.g. head to head)
 
     def _module(self) -> Any:
         return importlib.import_module(self.module)

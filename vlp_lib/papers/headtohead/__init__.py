@@ -13,5 +13,6 @@ CHAPTER = register(
         module="vlp_lib.papers.headtohead.book.chapter",
         methods=(),
         order=60,
+        reads=("protoclip", "pyramidclip", "iclip", "icmlm"),
     )
 )
