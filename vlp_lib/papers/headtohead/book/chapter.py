@@ -837,8 +837,8 @@ def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: st
         )
     if mean - chance < LEARNED_ENOUGH:
         text += (
-            ". **At this budget every model is still close to chance: the claims below compare models that have "
-            "barely started to learn, so they cannot rank the ideas**, whatever their verdicts; a budget at which "
+            ". At this budget every model is still close to chance: the claims below compare models that have "
+            "barely started to learn, so they cannot rank the ideas, whatever their verdicts; a budget at which "
             "CLIP learns (tens of thousands of samples per run) is what this comparison needs"
         )
     return text + "."
