@@ -106,8 +106,9 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, read)
     assert set(suite) == {"shapes10/linear", "shapes10/knn", "shapes10/ari", "shapes10/ami"}  # image-only: probes
     for key in ("shapes10/linear", "shapes10/knn"):  # one test image at most (measured: equal)
         assert two[key] == pytest.approx(one["metrics"][key], abs=step + 1e-9), key
-    for key in ("shapes10/ari", "shapes10/ami"):  # the same clusters of features equal to ~1e-7
-        assert two[key] == pytest.approx(one["metrics"][key], abs=1e-6), key
+    for key in ("shapes10/ari", "shapes10/ami"):  # K-Means on features equal to ~1e-6: one borderline image may
+        # change cluster (measured with the fused AdamW: tp_targets ARI -0.0111 vs -0.0163), as the iCLIP test allows
+        assert two[key] == pytest.approx(one["metrics"][key], abs=0.02), key
 
 
 # each rank's ℓ_mlm and softmax ℓ_tp (and their gradients) on its half of 8 rows, as 2 gloo processes compute them
