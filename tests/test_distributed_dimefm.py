@@ -119,6 +119,8 @@ for name, u in (("intra", None), ("inter", pseudo)):
     result[name] = {"logged": (logged / 2).tolist(), "grad": (grad / 2).tolist()}
 if rank == 0:
     print(json.dumps(result))
+dist.barrier()
+dist.destroy_process_group()  # without it gloo's threads may abort the process at exit ("terminate called ...")
 """
 
 
