@@ -45,6 +45,7 @@ from typing import Any
 from vlp_lib import runs
 from vlp_lib.book.build import EXECUTED_DIR, TIMES_FILE, clean, execute
 from vlp_lib.book.pages import CHAPTERS, select_notebooks
+from vlp_lib.papers import Chapter
 from vlp_lib.papers import chapters as paper_chapters
 from vlp_lib.paths import REPO_ROOT, results_dir
 
@@ -84,22 +85,24 @@ def _file_hashes(scope: str) -> dict[str, str]:
     return {path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path) for path in paths}
 
 
+def _paper_chapter(name: str) -> Chapter | None:
+    """The registered paper chapter ``name``, ``None`` for the book's own chapters (world, baseline, scorecard)."""
+    return next((c for c in paper_chapters() if c.name == name), None)
+
+
 def _scopes(chapter: str) -> list[str]:
     """The record scopes a chapter's pages rest on: the core, the chapter's paper if it defines methods, and the
     papers whose runs it reads (``Chapter.reads``: the head to head trains other papers' methods, and their runs
     belong to those papers)."""
-    found = [c for c in paper_chapters() if c.name == chapter]
-    if not found:
+    found = _paper_chapter(chapter)
+    if found is None:
         return [runs.CORE]
-    own = [chapter] if found[0].methods else []
-    return [runs.CORE, *own, *found[0].reads]
+    return [runs.CORE, *([chapter] if found.methods else []), *found.reads]
 
 
 def _seeds(chapter: str, scale: str) -> list[int]:
-    for c in paper_chapters():
-        if c.name == chapter:
-            return c.seeds(scale)
-    return []
+    found = _paper_chapter(chapter)
+    return found.seeds(scale) if found else []
 
 
 def _page_scale(path: Path) -> str | None:
@@ -289,10 +292,7 @@ def check(release: Path = RELEASE_DIR, complete: bool = True) -> list[str]:
 def unpack(release: Path, root: Path) -> Path:
     """The release's records as a results store under ``root`` (for judging claims on them); returns the store."""
     store = root / "results"
-    for rel in (read_manifest(release) or {}).get("records", {}):
-        kind, name = Path(rel).parts[1], Path(rel).name[: -len(".gz")]
-        (store / kind).mkdir(parents=True, exist_ok=True)
-        (store / kind / name).write_bytes(gzip.decompress((release / rel).read_bytes()))
+    restore(release, store)
     return store
 
 

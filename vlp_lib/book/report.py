@@ -63,9 +63,9 @@ DECIDED = ("reproduced", "reproduced, smaller than claimed", "smaller than claim
 VERDICTS = (*DECIDED[:4], "inconclusive", "opposite")
 # "No effect" margins, stated before any verdict: a difference within +-1 pp of a fraction shown in percent is below
 # the smallest gain any of the five papers reports as a headline improvement in its main tables (1 pp), and at our
-# test sets (2,000 images per task) about one standard error of a single accuracy at 25% (0.97 pp); a claim whose paper effect is itself
-# inside the margin cannot be shown "no effect" (our precision cannot tell its size from zero). Raw metrics (losses,
-# ARI, rank correlations) have no declared margin.
+# test sets (2,000 images per task) about one standard error of a single accuracy at 25% (0.97 pp); a claim whose
+# paper effect is itself inside the margin cannot be shown "no effect" (our precision cannot tell its size from zero).
+# Raw metrics (losses, ARI, rank correlations) have no declared margin.
 NO_EFFECT_MARGIN = 0.01
 
 VERDICT_RULE = (

@@ -46,9 +46,7 @@ class Chapter:
     module: str
     methods: tuple[str, ...] = ()
     order: int = 100
-    reads: tuple[
-        str, ...
-    ] = ()  # other papers whose stored runs its pages read (a book-side chapter's, e.g. head to head)
+    reads: tuple[str, ...] = ()
 
     def _module(self) -> Any:
         return importlib.import_module(self.module)
