@@ -46,7 +46,7 @@ def test_every_variant_builds_a_valid_config_at_every_scale(scale):
 def test_rows_clip_at_its_own_seconds_is_its_equal_samples_row():
     assert Row(CLIP, "seconds", 1.0) == Row(CLIP) and Row("iclip", "seconds") != Row("iclip")
     assert chapter.resolve(Row("iclip", "seconds"), "smoke", None) is None  # not calibrated: not run
-    assert chapter.resolve(Row("icmlm"), "laptop", None) == Run("icmlm", 3, 3)  # 6 episodes: 3 of TP, then 3
+    assert chapter.resolve(Row("icmlm"), "laptop", None) == Run("icmlm", 5, 5)  # 10 episodes: 5 of TP, then 5
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,9 @@ def test_bad_variants_are_refused_naming_the_parameter(bad):
 
 
 def test_variants_always_include_clip_in_book_order():
-    assert chapter.check_variants(None) == list(VARIANTS)
+    # by default every variant but ICMLM (the budget: chapter.LEFT_OUT says why), which runs when asked for
+    assert chapter.check_variants(None) == chapter.DEFAULT_VARIANTS == [v for v in VARIANTS if v != "icmlm"]
+    assert "icmlm" in chapter.LEFT_OUT
     assert chapter.check_variants(["icmlm", "protoclip"]) == [CLIP, "protoclip", "icmlm"]
     assert chapter.check_variants("iclip,unicl") == [CLIP, "iclip", "unicl"]
 
@@ -75,13 +77,27 @@ def test_time_factors_always_hold_one():
     assert chapter.check_time_factors(None, "laptop") == sorted(chapter.CHAPTER_SCALES["laptop"]["time_factors"])
 
 
+@pytest.mark.parametrize("bad", [["nope"], ["icmlm"], [], [3], {"not": "a list"}])
+def test_bad_curve_variants_are_refused_naming_the_parameter(bad):
+    with pytest.raises(ValueError, match="curve_variants"):
+        chapter.check_curve_variants(bad, chapter.check_variants(None))
+
+
+def test_curve_variants_default_to_clip_and_keep_book_order():
+    variants = chapter.check_variants(None)
+    assert chapter.check_curve_variants(None, variants) == [CLIP]
+    assert chapter.check_curve_variants(["iclip", "clip"], variants) == [CLIP, "iclip"]
+
+
 def _cells() -> tuple[str, str]:
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     index = next(i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", []))
     return "".join(cells[index]["source"]), "".join(cells[index + 1]["source"])
 
 
-@pytest.mark.parametrize("name, value", [("variants", ["clip", "nope"]), ("time_factors", [0.5, 0.0])])
+@pytest.mark.parametrize(
+    "name, value", [("variants", ["clip", "nope"]), ("time_factors", [0.5, 0.0]), ("curve_variants", ["icmlm"])]
+)
 def test_the_notebook_refuses_bad_input_before_any_compute(name, value, monkeypatch):
     from vlp_lib.data import world
 
@@ -108,36 +124,38 @@ def _record(variant: str, episodes: int, seconds: float, seed: int = 0, start: f
 
 
 def test_calibration_on_hand_computed_records():
-    # laptop: episodes of 1,024 samples, equal samples = 6 episodes = 6,144 samples
-    assert chapter.unit_episodes("laptop") == 6 and chapter.CHAPTER_SCALES["laptop"]["episode_size"] == 1_024
-    clip = [chapter.variant_record(_record(CLIP, 6, s, seed)) for seed, s in enumerate((10.0, 12.0))]
+    # laptop: episodes of 2,048 samples, equal samples = 10 episodes = 20,480 samples
+    assert chapter.unit_episodes("laptop") == 10 and chapter.CHAPTER_SCALES["laptop"]["episode_size"] == 2_048
+    clip = [chapter.variant_record(_record(CLIP, 10, s, seed)) for seed, s in enumerate((10.0, 12.0))]
     # ProtoCLIP: training 14 and 16 s plus 2 s of episode starts (K-Means, PBT) each: 16 + 18 -> mean 17 s
-    proto = [chapter.variant_record(_record("protoclip", 6, s, seed, start=2.0)) for seed, s in enumerate((14.0, 16.0))]
-    assert [r["samples"] for r in clip] == [6_144, 6_144] and proto[0]["seconds"] == 16.0
-    # ICMLM: its TP_Postag start (3 episodes, 3 s) and itself (3 episodes, 19 s): 22 s for 6,144 samples
-    icmlm = chapter.run_of("icmlm", 6)
-    assert icmlm == Run("icmlm", 3, 3)
-    own = _record("icmlm", 6, 19.0)
+    proto = [
+        chapter.variant_record(_record("protoclip", 10, s, seed, start=2.0)) for seed, s in enumerate((14.0, 16.0))
+    ]
+    assert [r["samples"] for r in clip] == [20_480, 20_480] and proto[0]["seconds"] == 16.0
+    # ICMLM: its TP_Postag start (5 episodes, 3 s) and itself (5 episodes, 19 s): 22 s for 20,480 samples
+    icmlm = chapter.run_of("icmlm", 10)
+    assert icmlm == Run("icmlm", 5, 5)
+    own = _record("icmlm", 10, 19.0)
     start = {"config": chapter.config(Run("tp_postag", icmlm.init_episodes), "laptop", 0).to_dict(), "timings": {}}
     start["timings"] = {"training": 3.0}
     combined = chapter.variant_record(own, start)
-    assert combined["samples"] == 6_144 and combined["seconds"] == 22.0
+    assert combined["samples"] == 20_480 and combined["seconds"] == 22.0
     calibration = chapter.calibrate({CLIP: clip, "protoclip": proto, "icmlm": [combined]})
     assert calibration.clip_seconds == pytest.approx(11.0)
-    assert calibration.seconds_per_sample["protoclip"] == pytest.approx(17.0 / 6_144)
+    assert calibration.seconds_per_sample["protoclip"] == pytest.approx(17.0 / 20_480)
     assert calibration.relative_cost("protoclip") == pytest.approx(17.0 / 11.0)
-    # 11 s fit 11 / 17 * 6,144 = 3,975.5 samples = 3.88 episodes -> 4; 22 s fit 7,951.1 = 7.76 -> 8
-    assert calibration.episodes("protoclip", 1.0, 1_024) == 4
-    assert calibration.episodes("protoclip", 2.0, 1_024) == 8
-    # ICMLM: 11 s fit 11 / 22 * 6,144 = 3,072 samples = 3 episodes: 1 of TP_Postag, then 2 of ICMLM
-    assert calibration.episodes("icmlm", 1.0, 1_024) == 3
-    assert chapter.resolve(Row("icmlm", "seconds"), "laptop", calibration) == Run("icmlm", 2, 1)
-    assert chapter.resolve(Row("protoclip", "seconds", 2.0), "laptop", calibration) == Run("protoclip", 8)
-    assert chapter.resolve(Row(CLIP, "seconds"), "laptop", calibration) == Run(CLIP, 6)  # its own run, reused
+    # 11 s fit 11 / 17 * 20,480 = 13,251.8 samples = 6.47 episodes -> 6; 22 s fit 26,503.5 = 12.94 -> 13
+    assert calibration.episodes("protoclip", 1.0, 2_048) == 6
+    assert calibration.episodes("protoclip", 2.0, 2_048) == 13
+    # ICMLM: 11 s fit 11 / 22 * 20,480 = 10,240 samples = 5 episodes: 2 of TP_Postag, then 3 of ICMLM
+    assert calibration.episodes("icmlm", 1.0, 2_048) == 5
+    assert chapter.resolve(Row("icmlm", "seconds"), "laptop", calibration) == Run("icmlm", 3, 2)
+    assert chapter.resolve(Row("protoclip", "seconds", 2.0), "laptop", calibration) == Run("protoclip", 13)
+    assert chapter.resolve(Row(CLIP, "seconds"), "laptop", calibration) == Run(CLIP, 10)  # its own run, reused
     # CLIP itself at 1x lands on its equal-samples amount, at 0.5x on half of it
-    assert calibration.episodes(CLIP, 1.0, 1_024) == 6 and calibration.episodes(CLIP, 0.5, 1_024) == 3
+    assert calibration.episodes(CLIP, 1.0, 2_048) == 10 and calibration.episodes(CLIP, 0.5, 2_048) == 5
     # a tiny budget still trains one episode (ICMLM: one of each)
-    assert Calibration({"iclip": 1.0, CLIP: 1.0}, 1.0).episodes("iclip", 0.01, 1_024) == 1
+    assert Calibration({"iclip": 1.0, CLIP: 1.0}, 1.0).episodes("iclip", 0.01, 2_048) == 1
     assert chapter.resolve(Row("icmlm", "seconds", 0.01), "laptop", calibration) == Run("icmlm", 1, 1)
     with pytest.raises(ValueError, match="CLIP"):
         chapter.calibrate({"protoclip": proto})
@@ -179,7 +197,7 @@ def test_claims_are_judged_on_stored_records(monkeypatch):
     seeds = [0, 1, 2, 3, 4]
     _fake_store(monkeypatch)
     lines = {line["id"]: line for line in chapter.claims("smoke", seeds)}
-    assert set(lines) == {c.id for c in chapter.CLAIMS} and len(lines) == 2 * (len(VARIANTS) - 1)
+    assert set(lines) == {c.id for c in chapter.CLAIMS} and len(lines) == 2 * (len(chapter.DEFAULT_VARIANTS) - 1)
     assert lines["H_protoclip_samples"]["verdict"] == "reproduced"
     assert lines["H_pyramidclip_samples"]["verdict"] == "opposite"
     assert lines["H_unicl_samples"]["verdict"] == "no effect"
@@ -199,6 +217,16 @@ def test_claims_are_judged_on_stored_records(monkeypatch):
     summary = chapter.summary_table(results, calibration, list(VARIANTS))
     assert summary.loc["PyramidCLIP", "cost per step (x CLIP)"] == "2.00"
     assert chapter.metric_table(results, list(VARIANTS), chapter.ZERO_SHOT).loc["TP_Postag (K = 50)"].iloc[0] == "—"
+    # the curve: each variant's equal-samples point and its point at CLIP's seconds, one point where they coincide
+    results.update({row: chapter.stored(row, "smoke", seeds, calibration) for row in [Row(CLIP, "seconds", 2.0)]})
+    points = chapter.curve_points(results, chapter.DEFAULT_VARIANTS, [0.5, 1.0, 2.0]).set_index(["variant", "budget"])
+    assert set(points.loc["CLIP"].index) == {"equal samples", "2x CLIP's seconds"}
+    assert set(points.loc["PyramidCLIP"].index) == {"equal samples", "equal seconds"}
+    assert set(points.loc["UniCL (r = 0.5)"].index) == {"equal samples"}  # its cost is CLIP's: one run
+    assert (
+        points.loc[("PyramidCLIP", "equal samples"), "samples"]
+        == 2 * points.loc[("PyramidCLIP", "equal seconds"), "samples"]
+    )
 
 
 def test_without_runs_every_claim_reaches_the_scorecard_as_not_run():
