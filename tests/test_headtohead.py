@@ -244,7 +244,12 @@ def test_the_page_says_when_clip_has_barely_learned(monkeypatch):
     def results(linear):
         return {Row(CLIP): [{"config": config, "metrics": {chapter.LINEAR: v}} for v in linear]}
 
-    low = chapter.learning_check(results([0.05, 0.07]), "laptop")
-    assert "1,000 samples" in low and "6.0%" in low and "6.0 pp above chance" in low and "close to chance" in low
+    low = chapter.learning_check(results([0.03, 0.05]), "laptop")
+    assert "1,000 samples" in low and "4.0%" in low and "4.0 pp above chance" in low and "close to chance" in low
     high = chapter.learning_check(results([0.50, 0.52]), "laptop")
-    assert "51.0%" in high and "close to chance" not in high
+    assert "51.0%" in high and "close to chance" not in high and "early" in high and "baseline" not in high
+    # with the baseline stored: the share of its gain over chance that CLIP reached here
+    baseline = {"config": {**config, "task_train": 5000}, "metrics": {chapter.LINEAR: 0.60}}
+    monkeypatch.setattr(experiment, "stored", lambda config: baseline)
+    text = chapter.learning_check(results([0.14, 0.16]), "laptop")
+    assert "60.0% (its probes train on 5,000 images" in text and "about 25% of the baseline's gain" in text

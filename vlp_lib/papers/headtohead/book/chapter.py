@@ -798,8 +798,8 @@ def _claims() -> list[Claim]:
             out.append(
                 Claim(
                     f"H_{v}_{budget}",
-                    f"{variant.label} beats CLIP at equal training {budget} (avg3 linear probe; extra input: "
-                    f"{variant.extra})",
+                    f"{variant.label} beats CLIP at equal training {budget} (avg3 linear probe; what it needs beyond "
+                    "pairs: the summary table)",
                     "issue 26 (no paper)",
                     "direction",
                     LINEAR,
@@ -850,14 +850,19 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
     return "; ".join(f"{g}: {', '.join(groups[g])}" for g in order if g in groups) or "no claim judged"
 
 
-# A comparison of models that barely learned says nothing about the ideas: the page says how far CLIP got
-LEARNED_ENOUGH = 0.10  # of above-chance accuracy on the claim metric (10 pp): below it the page warns
+# A comparison of models that barely learned says nothing about the ideas: the page says how far CLIP got, as points
+# above chance and as a share of the way the book's baseline CLIP goes (the same tower, 16 times the samples). The
+# first design (6,144 samples per run) left CLIP 4.0 pp above chance, about 8% of the baseline's way: the page said
+# then that its claims could not rank the ideas. Below ``LEARNED_ENOUGH`` it still says so; above it, that the
+# ranking is of early training.
+LEARNED_ENOUGH = 0.05  # above-chance accuracy on the claim metric (5 pp) below which the page warns
 
 
 def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: str = LINEAR) -> str:
     """How far CLIP at equal samples rose above chance on ``metric``, beside the book's baseline CLIP (the laptop
-    recipe on the same tower, when stored), in one paragraph; a warning when it is less than ``LEARNED_ENOUGH``:
-    then every variant is close to chance and the claims compare models that have not yet learned."""
+    recipe on the same tower, when stored), in one paragraph: below ``LEARNED_ENOUGH`` a warning that the claims
+    compare models that have not yet learned; above it, the share of the baseline's gain over chance it reached,
+    and that the comparison is of early training."""
     clip = results[Row(CLIP)]
     mean = float(np.mean(seed_values(clip, metric)))
     chance = our_chance(clip, metric)
@@ -867,16 +872,26 @@ def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: st
         f"{100 * (mean - chance):.1f} pp above chance"
     )
     baseline = [experiment.stored(experiment.make_config(scale, method="clip", seed=s)) for s in (0, 1, 2)]
+    share = None
     if all(r is not None and metric in r["metrics"] for r in baseline):
         done = [r for r in baseline if r is not None]
+        reached = float(np.mean(seed_values(done, metric)))
         text += (
             f"; the book's baseline CLIP ({trained_samples(done[0]['config']):,} samples, "
-            f"{len(done)} seeds) reaches {100 * float(np.mean(seed_values(done, metric))):.1f}%"
+            f"{len(done)} seeds) reaches {100 * reached:.1f}% (its probes train on "
+            f"{int(done[0]['config']['task_train']):,} images, this chapter's on "
+            f"{int(clip[0]['config'].get('task_train', 0)):,})"
         )
+        if reached > chance:
+            share = (mean - chance) / (reached - chance)
     if mean - chance < LEARNED_ENOUGH:
-        text += (
+        return text + (
             ". At this budget every model is still close to chance: the claims below compare models that have "
             "barely started to learn, so they cannot rank the ideas, whatever their verdicts; a budget at which "
-            "CLIP learns (tens of thousands of samples per run) is what this comparison needs"
+            "CLIP learns (tens of thousands of samples per run) is what this comparison needs."
         )
-    return text + "."
+    way = f" (about {100 * share:.0f}% of the baseline's gain over chance)" if share is not None else ""
+    return text + (
+        f". The models have learned{way}, but early: the claims rank what each idea gives in the first stage of "
+        "training, and a ranking at convergence may differ."
+    )
