@@ -101,8 +101,11 @@ def test_a_page_says_when_its_code_changed(tmp_path):
 def test_compare_records_and_verdicts(tmp_path):
     a, b = tmp_path / "a" / "train", tmp_path / "b" / "train"
     a.mkdir(parents=True), b.mkdir(parents=True)
-    (a / "x.json").write_text(json.dumps({"metrics": {"m": 0.5, "n": 0.2}}))
-    (b / "x.json").write_text(json.dumps({"metrics": {"m": 0.5 + release.TOLERANCE / 2, "n": 0.21}}))
+    # the machine's speed is no result: not compared
+    (a / "x.json").write_text(json.dumps({"metrics": {"m": 0.5, "n": 0.2, "train_samples_per_s": 1500.0}}))
+    (b / "x.json").write_text(
+        json.dumps({"metrics": {"m": 0.5 + release.TOLERANCE / 2, "n": 0.21, "train_samples_per_s": 900.0}})
+    )
     assert release.compare_records(a.parent, b.parent) == ["train/x n: release 0.2, re-made 0.21"]
     _store_one_iclip_run()
     verdicts = release.verdicts(results_dir(), "laptop")
@@ -153,3 +156,18 @@ def test_a_book_side_chapter_rests_on_the_papers_whose_runs_it_reads():
     # (fingerprints, changed files) follows those papers
     assert release._scopes("headtohead") == ["core", "protoclip", "pyramidclip", "iclip", "icmlm"]
     assert release._scopes("iclip") == ["core", "iclip"] and release._scopes("baseline") == ["core"]
+
+
+def test_verify_attributes_runs_not_remade_only_where_it_can(tmp_path):
+    # a run of the iCLIP scope the re-make did not produce: the head to head (not re-made) reads that scope, so it
+    # may be its run (unattributed); with the head to head re-made too, it can only be iCLIP's own (missing)
+    release_store, remade_store = tmp_path / "release", tmp_path / "remade"
+    for store, names in ((release_store, ["kept", "gone"]), (remade_store, ["kept"])):
+        (store / "train").mkdir(parents=True)
+        for name in names:
+            (store / "train" / f"{name}.json").write_text(json.dumps({"scope": "iclip"}))
+    (release_store / "train" / "other.json").write_text(json.dumps({"scope": "dimefm"}))  # not re-made: ignored
+    missing, unattributed = release.not_remade(release_store, remade_store, {"iclip"})
+    assert missing == [] and unattributed == ["train/gone (iclip)"]
+    missing, unattributed = release.not_remade(release_store, remade_store, {"iclip", "headtohead"})
+    assert missing == ["train/gone (iclip): in the release, not re-made"] and unattributed == []
