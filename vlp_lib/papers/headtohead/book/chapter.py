@@ -279,18 +279,25 @@ LEFT_OUT = {
 }
 
 
+def _check_names(parameter: str, value: Any, allowed: Sequence[str]) -> list[str]:
+    """``value`` (a list of names, or one name) as a non-empty list of names from ``allowed``; ``ValueError`` naming
+    ``parameter`` otherwise."""
+    names = as_list(parameter, value)
+    if not names or any(not isinstance(n, str) for n in names):
+        raise ValueError(f"{parameter} must be a non-empty list of names from {list(allowed)}, got {value!r}")
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise ValueError(f"{parameter}: unknown {unknown}; known: {list(allowed)}")
+    return names
+
+
 def check_variants(variants: Any) -> list[str]:
     """The notebook's ``variants`` parameter: ``None`` = ``DEFAULT_VARIANTS``; else a non-empty list of names of
-    ``VARIANTS`` (or one name); CLIP, the reference, is always added first. ``ValueError`` naming ``variants`` before
-    any compute."""
+    ``VARIANTS`` (or one name), none repeated; CLIP, the reference, is always added first. ``ValueError`` naming
+    ``variants`` before any compute."""
     if variants is None:
         return list(DEFAULT_VARIANTS)
-    names = as_list("variants", variants)
-    if not names or any(not isinstance(n, str) for n in names):
-        raise ValueError(f"variants must be a non-empty list of names from {list(VARIANTS)}, got {variants!r}")
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
-        raise ValueError(f"variants: unknown {unknown}; known: {list(VARIANTS)}")
+    names = _check_names("variants", variants, list(VARIANTS))
     if len(set(names)) != len(names):
         raise ValueError(f"variants must not repeat, got {variants!r}")
     return [n for n in VARIANTS if n == CLIP or n in names]
@@ -302,14 +309,7 @@ def check_curve_variants(curve_variants: Any, variants: Sequence[str]) -> list[s
     before any compute."""
     if curve_variants is None:
         return [CLIP]
-    names = as_list("curve_variants", curve_variants)
-    if not names or any(not isinstance(n, str) for n in names):
-        raise ValueError(
-            f"curve_variants must be a non-empty list of names from {list(variants)}, got {curve_variants!r}"
-        )
-    unknown = [n for n in names if n not in variants]
-    if unknown:
-        raise ValueError(f"curve_variants: {unknown} are not among the variants run ({list(variants)})")
+    names = _check_names("curve_variants", curve_variants, variants)
     return [v for v in variants if v in names]
 
 
