@@ -15,7 +15,7 @@ from vlp_lib.data.sampler import EpisodeSampler, MixedSampler
 from vlp_lib.data.transforms import AUGMENTATIONS, augment
 from vlp_lib.methods import available_methods, create_method
 from vlp_lib.models import CompositeCLIP
-from vlp_lib.papers.dimefm.method import DIMEFM
+from vlp_lib.papers.dimefm.method import DIMEFM, at_width
 from vlp_lib.train import train
 
 TINY = dict(
@@ -149,7 +149,7 @@ def test_bad_arguments_are_refused_before_any_compute(no_compute, teacher_config
         student_config(teacher, **kwargs)
 
 
-def test_bad_teachers_are_refused_before_any_compute(no_compute, teacher_config, monkeypatch):
+def test_bad_teachers_are_refused_before_any_compute(no_compute, teacher_config):
     with pytest.raises(ValueError, match="teacher is required"):
         experiment.make_config("smoke", method="dimefm", method_kwargs={}, **TINY)
     with pytest.raises(ValueError, match="teacher must be a CLIP"):
@@ -165,14 +165,6 @@ def test_bad_teachers_are_refused_before_any_compute(no_compute, teacher_config,
     assert teacher.world_knobs["mismatch_rate"] == 0.02 and set(teacher.world_knobs) == set(world.check_knobs())
     with pytest.raises(ValueError, match="context_length"):
         student_config(experiment.make_config("smoke", model="rn-small", context_length=16, **TINY))
-    # a student that embeds into another width than the teacher's text tower
-    name = "rn-tiny-embed64"
-    narrow = {**open_clip.get_model_config("rn-tiny"), "embed_dim": 64}
-    monkeypatch.setitem(open_clip.factory._MODEL_CONFIGS, name, narrow)
-    monkeypatch.setattr(models, "_REGISTERED", models._REGISTERED | {name})
-    monkeypatch.setitem(models.DEFAULT_PRECISION, name, "fp32")
-    with pytest.raises(ValueError, match="model: .*teacher's width"):
-        student_config(teacher_config, model="rn-tiny-embed64")
 
 
 def test_corpus_specs_are_checked_and_built():
@@ -328,6 +320,61 @@ def test_only_the_student_image_tower_trains(teacher_config):
     assert changed and any("weight" in k for k in changed)
     assert run.model.logit_scale.exp().item() == pytest.approx(100.0)
     assert list(run.method.parameters()) == []
+
+
+@pytest.fixture
+def narrow_student(monkeypatch):
+    """rn-tiny with a 64-d joint embedding (the rn-small teacher's is 128): a student of another width, as the
+    paper-scale RN50 (1,024-d) of a ViT-B-32 teacher (512-d)."""
+    name = "rn-tiny-embed64"
+    monkeypatch.setitem(
+        open_clip.factory._MODEL_CONFIGS, name, {**open_clip.get_model_config("rn-tiny"), "embed_dim": 64}
+    )
+    monkeypatch.setattr(models, "_REGISTERED", models._REGISTERED | {name})
+    monkeypatch.setitem(models.DEFAULT_PRECISION, name, "fp32")
+    return name
+
+
+def test_a_student_of_another_width_embeds_into_the_teachers(teacher_config, narrow_student):
+    config = student_config(teacher_config, model=narrow_student, texts=NLP)
+    assert models.create_model(narrow_student, 100, 16).visual.output_dim == 64
+    run = prepare(config)
+    assert run.model.visual.output_dim == run.model.embed_dim == 128
+    assert run.model.visual.attnpool.c_proj.weight.shape == (128, run.model.visual.attnpool.c_proj.in_features)
+    # the new projection follows the seed: the same seed draws the same student, another seed another
+    again, other = prepare(config), prepare(config.replace(seed=config.seed + 1))
+    for key, value in run.model.visual.state_dict().items():
+        assert torch.equal(value, again.model.visual.state_dict()[key]), key
+    assert not torch.equal(run.model.visual.attnpool.c_proj.weight, other.model.visual.attnpool.c_proj.weight)
+    # open_clip's initialisation of the layer: normal, std = in_features ** -0.5
+    std = run.model.visual.attnpool.c_proj.weight.std().item()
+    assert std == pytest.approx(run.model.visual.attnpool.c_proj.in_features**-0.5, rel=0.05)
+    # it trains, is stored and loads back into the same composite
+    record = experiment.run(config, progress=False)
+    assert np.isfinite(record["metrics"]["shapes10/zeroshot_top1"])
+    model, _ = experiment.load_trained(record)
+    assert model.visual.output_dim == 128
+    images = world.generate(4, seed=5, image_size=32).images
+    assert ev.encode_images(model, images).shape == (4, 128)
+
+
+def test_at_width_leaves_an_equal_width_alone_and_fits_vits():
+    tower = models.create_model("rn-tiny", 100, 16).visual
+    state, rng = {k: v.clone() for k, v in tower.state_dict().items()}, torch.get_rng_state()
+    assert at_width(tower, tower.output_dim) is tower
+    assert torch.equal(torch.get_rng_state(), rng)  # nothing drawn: laptop runs are the runs they were
+    assert all(torch.equal(v, tower.state_dict()[k]) for k, v in state.items())
+    vit = models.create_model("vit-tiny", 100, 16).visual
+    at_width(vit, 48)
+    assert vit.proj.shape == (vit.proj.shape[0], 48) and vit(torch.zeros(2, 3, 32, 32)).shape == (2, 48)
+    with pytest.raises(ValueError, match="model: cannot fit a Linear image tower"):
+        at_width(_linear(), 8)
+
+
+def _linear():
+    layer = torch.nn.Linear(3, 4)
+    layer.output_dim = 4
+    return layer
 
 
 def test_inter_batch_pseudo_texts_are_the_previous_batch_teacher_features(teacher_config):

@@ -55,18 +55,10 @@ def pyramidclip_plan() -> list[RunConfig]:
     return [pyramidclip.config(row, SCALE, seed) for row in dict.fromkeys(rows) for seed in seeds]
 
 
-# DIME-FM's students (every "dimefm" row) are refused at paper scale: test_dimefm_students_at_paper_scale
-DIMEFM_STUDENTS = [
-    row
-    for row in dict.fromkeys([*dimefm.BENCHMARK, *dimefm.COMPONENTS, *dimefm.COVERAGE_ROWS])
-    if row.method == "dimefm"
-]
-
-
 def dimefm_plan() -> list[RunConfig]:
-    """The three DIME-FM notebooks' CLIP runs: the teacher (once, its own seed), C_big, C_small and C_small at every
-    coverage level. The students are not built here (see ``DIMEFM_STUDENTS``)."""
-    rows = [row for row in dict.fromkeys([*dimefm.BENCHMARK, *dimefm.COVERAGE_ROWS]) if row.method == "clip"]
+    """The three DIME-FM notebooks (benchmark, components, coverage): the teacher (once, its own seed), and every
+    row, CLIP runs and RN50 students of the ViT-B-32 teacher (``at_width``: 512-d), for every seed."""
+    rows = dict.fromkeys([*dimefm.BENCHMARK, *dimefm.COMPONENTS, *dimefm.COVERAGE_ROWS])
     seeds = dimefm.resolve_seeds(SCALE, None)
     configs = [dimefm.config(row, SCALE, seed) for row in rows if row != dimefm.TEACHER for seed in seeds]
     return [dimefm.config(dimefm.TEACHER, SCALE, dimefm.TEACHER_SEED), *configs]
@@ -139,15 +131,10 @@ def test_paper_scale_plan_builds_valid_configs(chapter):
     assert len(keys) > 1  # distinct runs, not one config repeated
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="issue 28: DIME-FM's paper scale pairs an RN50 student (1,024-d embedding) with a ViT-B-32 teacher "
-    "(512-d; papers/dimefm/book/chapter.py MODELS['paper']); DIMEFM.check_config refuses a student that does not "
-    "embed into its teacher's width, and experiment.build has no way to build one that does "
-    "(models.create_model's embed_dim is never passed)",
-)
 def test_dimefm_students_at_paper_scale():
-    for row in DIMEFM_STUDENTS:
-        config = dimefm.config(row, SCALE, 0)
+    """Every DIME-FM student row builds at paper scale: an RN50 student of the ViT-B-32 teacher (the chapter's
+    ``MODELS["paper"]``), fitted to the teacher's 512-d width (``papers.dimefm.method.at_width``)."""
+    students = [c for c in dimefm_plan() if c.method == "dimefm"]
+    assert students
+    for config in students:
         assert (config.model, config.method_args.teacher.model) == ("RN50", "ViT-B-32")

@@ -46,6 +46,8 @@ from typing import Any, ClassVar, Literal, cast
 import numpy as np
 import open_clip
 import torch
+from open_clip.modified_resnet import ModifiedResNet
+from open_clip.transformer import VisionTransformer
 from torch import nn
 
 from vlp_lib import experiment, runs
@@ -150,14 +152,52 @@ class DIMEFMArgs(MethodArgs):
             )
 
 
-def image_tower_size(model: str, image_size: int) -> tuple[int, int]:
-    """(parameters, embedding width) of preset ``model``'s image tower at ``image_size``, read from a tower built
-    on the meta device (no memory, no initialisation): a config check before any compute."""
+def at_width(tower: nn.Module, width: int) -> nn.Module:
+    """The image ``tower`` (in place) with an output projection into ``width`` dimensions: DIME-FM's student embeds
+    into its teacher's width, since its image features are scored against the teacher's text tower (the official
+    config sets the student's ``EMBED_DIM`` to the teacher's, 768 for ViT-L/14). The paper-scale RN50 student
+    (1,024-d in open_clip's config) of a ViT-B-32 teacher (512-d) gets a new 2,048 -> 512 attention-pool output
+    (``attnpool.c_proj``), a ViT a new ``proj`` [width, 512]; the rest of the tower is as built. The new layer takes
+    open_clip's initialisation of that layer (``ModifiedResNet.init_parameters``, ``VisionTransformer.__init__``),
+    drawn from torch's generator, which ``models.create_model`` has just seeded with the run's seed: the same seed,
+    the same student. When the widths agree (every smoke and laptop run) the tower is returned untouched and nothing
+    is drawn. ``ValueError`` for a tower of another kind (open_clip's timm or attention-pooled ViT towers)."""
+    width = int(width)
+    if tower.output_dim == width:
+        return tower
+    if isinstance(tower, ModifiedResNet):
+        pool = tower.attnpool
+        projection = nn.Linear(pool.c_proj.in_features, width)
+        nn.init.normal_(projection.weight, std=pool.c_proj.in_features**-0.5)
+        pool.c_proj = projection
+    elif isinstance(tower, VisionTransformer) and tower.attn_pool is None and tower.proj is not None:
+        pooled = tower.proj.shape[0]
+        tower.proj = nn.Parameter(pooled**-0.5 * torch.randn(pooled, width))
+    else:
+        raise ValueError(
+            f"model: cannot fit a {type(tower).__name__} image tower to the teacher's width {width} "
+            f"(its own is {tower.output_dim}): DIME-FM's students are open_clip ResNets or ViTs"
+        )
+    tower.output_dim = width
+    return tower
+
+
+def embed_width(model: str) -> int:
+    """The joint embedding width of preset ``model`` (its open_clip config's ``embed_dim``): a teacher's text width."""
+    return int(open_clip.get_model_config(model)["embed_dim"])
+
+
+def image_tower_size(model: str, image_size: int, width: int | None = None) -> int:
+    """Parameters of preset ``model``'s image tower at ``image_size``, projecting into ``width`` dimensions
+    (``at_width``; ``None``: its own), read from a tower built on the meta device (no memory, no initialisation):
+    a config check before any compute (``ValueError`` from ``at_width`` for a tower it cannot fit)."""
     cfg = open_clip.get_model_config(model)
     vision = {**cfg["vision_cfg"], "image_size": image_size}
     with torch.device("meta"):
         tower = open_clip.model._build_vision_tower(cfg["embed_dim"], vision)
-    return count_parameters(tower), int(tower.output_dim)
+        if width is not None:
+            at_width(tower, width)
+    return count_parameters(tower)
 
 
 def image_corpus_key(config: RunConfig, data: PairedData) -> dict[str, Any]:
@@ -219,23 +259,17 @@ class DIMEFM(Method):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> None:
-        """The student (``model`` at ``image_size``) must not be larger than the teacher in the image tower and must
-        embed into its width (the composite pairs it with the teacher's text tower); both tokenise to one
-        ``context_length``; a constructed corpus has at most ``train_size`` query images."""
+        """The student (``model`` at ``image_size``, projecting into the teacher's width: ``at_width``) must not be
+        larger than the teacher in the image tower; both tokenise to one ``context_length``; a constructed corpus
+        has at most ``train_size`` query images."""
         args = cast(DIMEFMArgs, config.method_args)
         teacher = args.teacher
-        student_params, student_dim = image_tower_size(config.model, config.image_size)
-        teacher_params, teacher_dim = image_tower_size(teacher.model, teacher.image_size)
+        student_params = image_tower_size(config.model, config.image_size, embed_width(teacher.model))
+        teacher_params = image_tower_size(teacher.model, teacher.image_size)
         if student_params > teacher_params:
             raise ValueError(
                 f"model: a student larger than the teacher: {config.model}'s image tower has "
                 f"{student_params:,} parameters, the teacher {teacher.model}'s {teacher_params:,}"
-            )
-        if student_dim != teacher_dim:
-            raise ValueError(
-                f"model: the student {config.model} embeds images into {student_dim} dimensions, the "
-                f"teacher {teacher.model} into {teacher_dim}: the student must embed into the "
-                f"teacher's width (its text tower is the teacher's)"
             )
         if config.context_length != teacher.context_length:
             raise ValueError(
@@ -251,11 +285,15 @@ class DIMEFM(Method):
 
     @classmethod
     def wrap_model(cls, model: nn.Module, args: MethodArgs, trained: Trained) -> nn.Module:
-        """The student's image tower + the frozen teacher's text tower at logit scale 100 (``CompositeCLIP``): what
+        """The student's image tower, projecting into the teacher's width (``at_width``), + the frozen teacher's
+        text tower at logit scale 100 (``CompositeCLIP``): what
         ``get_loss`` trains (``student_text_feat = teacher_text_feat``) and the zero-shot model of the official
         evaluation (``clip_vit_img_only.py``: the student's image encoder, CLIP-L/14's text encoder)."""
         a = cast(DIMEFMArgs, args)
         check_teacher_policy(a.teacher, a.teacher_policy)  # "reuse": stored, or refused
+        # before the teacher is loaded (or trained, which seeds torch's generator anew): a new projection is drawn
+        # from the generator the student's own build seeded
+        at_width(model.visual, embed_width(a.teacher.model))
         teacher, _ = trained(a.teacher)
         return CompositeCLIP(model, teacher)
 
