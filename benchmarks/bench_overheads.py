@@ -6,9 +6,15 @@ trainer_overhead     seconds per sample (fastest of 5 alternating passes each) o
                      schedule, gradient clipping, logging included) / seconds per sample of a bare open_clip
                      loop (forward, ``open_clip.ClipLoss``, backward, the trainer's fused AdamW) on the same model,
                      batch and precision with the batches prepared in advance (goal <= 1.05)
+trainer_machinery    the same trainer over a hand-written loop that does the recipe's own work beside the bare step
+                     (``bare_loop(recipe=True)``: the trainer's AdamW groups, no decay on gains and biases, one fused
+                     kernel each; gradient clipping; uint8 rows to model input; the "none" crop; the logged scalars):
+                     what the trainer itself costs (episodes, schedule, history, the DDP wrapper and distributed
+                     hooks, identities in one process); trainer_overhead / trainer_machinery is what the recipe's own
+                     work adds to the bare step (``recipe_step_ms_*`` against ``bare_step_ms_*``)
 step_ms_input, step_ms_crop, step_ms_clip_grad
-                     where the difference goes, ms per step: uint8 rows to model input, the recipe's "none" crop,
-                     gradient clipping (the rest is the loop's bookkeeping)
+                     the recipe's pieces alone, ms per step: uint8 rows to model input, the "none" crop, gradient
+                     clipping
 bare_step_mfu        (the laptop recipe's model, ``vlp_lib.config.SCALES["laptop"]``) model FLOPs per second of that bare step (``torch.utils.flop_counter``) / this CPU's
                      measured fp32 matmul peak (a 2048 x 2048 GEMM on all threads)
 matmul_peak_gflops   that peak
@@ -38,7 +44,7 @@ from vlp_lib.data.world import generate
 from vlp_lib.methods import CLIP, create_method
 from vlp_lib.models import create_model
 from vlp_lib.papers.protoclip.book import chapter as protoclip_chapter
-from vlp_lib.train import TrainConfig, train
+from vlp_lib.train import TrainConfig, param_groups, train
 
 
 def matmul_peak_flops(
@@ -56,18 +62,30 @@ def matmul_peak_flops(
     return 2 * n**3 * repeats / (time.perf_counter() - t0)
 
 
-def bare_loop(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
-    """Seconds per step of forward + ClipLoss + backward + AdamW over prepared batches."""
+def bare_loop(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], recipe: bool = False) -> float:
+    """Seconds per step of forward + ClipLoss + backward + AdamW over prepared batches. ``recipe``: with the work the
+    recipe adds to a step, as the trainer does it (``trainer_machinery``): its AdamW groups, gradient clipping,
+    uint8 rows converted and cropped ("none") per step, the loss and temperature read as logged scalars; ``batches``
+    then hold uint8 rows."""
     loss_fn = open_clip.ClipLoss()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)  # the trainer's optimizer
+    groups = param_groups(model, CLIP(), TrainConfig.weight_decay) if recipe else model.parameters()
+    opt = torch.optim.AdamW(groups, lr=1e-4, weight_decay=0.1, fused=True)  # the trainer's optimizer
+    params = [p for p in model.parameters() if p.requires_grad]
+    generator = torch.Generator().manual_seed(0)
     model.train()
 
     def step(images: torch.Tensor, texts: torch.Tensor) -> None:
+        if recipe:
+            images = augment(to_model_input(images), "none", generator=generator)
         out = model(images, texts)
         loss = loss_fn(out["image_features"], out["text_features"], out["logit_scale"])  # already exp()
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if recipe:
+            torch.nn.utils.clip_grad_norm_(params, TrainConfig.grad_clip_norm)
         opt.step()
+        if recipe:
+            loss.item(), out["logit_scale"].item()
 
     step(*batches[0])  # warm-up
     t0 = time.perf_counter()
@@ -120,23 +138,31 @@ def trainer_figures(pairs: int, batch_size: int, repeats: int = 5) -> dict[str, 
         (to_model_input(data.images[a : a + batch_size]), data.tokens[a : a + batch_size])
         for a in range(0, pairs - batch_size + 1, batch_size)
     ]
+    raw = [
+        (data.images[a : a + batch_size], data.tokens[a : a + batch_size])
+        for a in range(0, len(batches) * batch_size, batch_size)
+    ]
     preset = SCALES["laptop"]["model"]
-    ours_model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0)
-    bare_model = create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0)
+    ours_model, bare_model, recipe_model = (
+        create_model(preset, tokenizer.vocab_size, tokenizer.context_length, seed=0) for _ in range(3)
+    )
     train(ours_model, CLIP(), data, TrainConfig(epochs=2 * batch_size / pairs, batch_size=batch_size, progress=False))
-    # alternate the two and keep each one's fastest pass: single passes on the shared 2-core machine vary by
+    # alternate the three and keep each one's fastest pass: single passes on the shared 2-core machine vary by
     # up to 1.5x from one minute to the next, which would swamp a 5% difference
-    ours, bare_step = float("inf"), float("inf")
+    ours, bare_step, recipe_step = float("inf"), float("inf"), float("inf")
     for _ in range(repeats):
         ours = min(ours, 1.0 / train(ours_model, CLIP(), data, config).samples_per_s)
         bare_step = min(bare_step, bare_loop(bare_model, batches))
+        recipe_step = min(recipe_step, bare_loop(recipe_model, raw, recipe=True))
     model = bare_model
     flops = step_flops(model, *batches[0])
     peak = matmul_peak_flops()
     return {
         "trainer_overhead": ours / (bare_step / batch_size),
+        "trainer_machinery": ours / (recipe_step / batch_size),
         **trainer_pieces(bare_model, data, batch_size),
         f"bare_step_ms_{preset}": 1000 * bare_step,
+        f"recipe_step_ms_{preset}": 1000 * recipe_step,
         f"step_gflop_{preset}": flops / 1e9,
         "matmul_peak_gflops": peak / 1e9,
         "bare_step_mfu": flops / bare_step / peak,
