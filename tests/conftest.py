@@ -36,3 +36,31 @@ def synthetic_pairs():
     tokens[:, 1:5] = torch.from_numpy(rng.integers(3, vocab - 1, size=(n, 4)))
     tokens[:, 5] = vocab - 1
     return PairedData(images=images, captions=[f"caption {i}" for i in range(n)], tokens=tokens), vocab, ctx
+
+
+@pytest.fixture
+def ddp_report():
+    """``report(label, one, two)``: with ``VLP_DDP_REPORT`` set to a file, the 1-vs-2-process tests append one JSON
+    line per run to it (the README's "Several processes" table comes from it): the final losses, the largest
+    difference over the loss history of every logged term, and each suite metric of both runs. ``one`` and ``two``
+    are the two runs' records. Without the variable, nothing is written."""
+    import json
+
+    def report(label: str, one: dict, two: dict) -> None:
+        path = os.environ.get("VLP_DDP_REPORT")
+        if not path:
+            return
+        skip = {"step", "episode", "lr", "image_lr"}
+        terms = sorted({k for h in one["history"] for k in h if k not in skip and isinstance(h[k], float)})
+        by_step = {h["step"]: h for h in one["history"]}
+        history = {
+            term: max(abs(h[term] - by_step[h["step"]][term]) for h in two["history"] if term in h)
+            for term in terms
+            if any(term in h for h in two["history"])
+        }
+        metrics = {k: [one["metrics"][k], two["metrics"].get(k)] for k in sorted(one["metrics"])}
+        line = {"run": label, "history": history, "metrics": metrics}
+        with open(path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    return report

@@ -32,7 +32,7 @@ PYRAMID = dict(TINY, method_kwargs={"weights": {"gs": 0.5, "lt": 0.5}})
 
 
 @pytest.mark.parametrize("method, overrides", [("clip", TINY), ("protoclip", PROTO), ("pyramidclip", PYRAMID)])
-def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
+def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, ddp_report):
     config = experiment.make_config("smoke", method, **overrides)
     one = experiment.run(config, progress=False)
 
@@ -66,6 +66,7 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides):
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
     stored = experiment.stored(config)
     assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+    ddp_report(method, one, stored)
     assert [h["loss"] for h in stored["history"]] == pytest.approx([h["loss"] for h in one["history"]], abs=1e-4)
     assert two["final_loss"] == pytest.approx(one["metrics"]["final_loss"], abs=1e-4)
     step = 1 / TINY["task_test"]

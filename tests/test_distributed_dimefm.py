@@ -65,7 +65,7 @@ def teacher_store(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kwargs", [INTRA, INTER], ids=["intra", "inter-nlp"])
-def test_two_processes_match_one(tmp_path, monkeypatch, teacher_store, kwargs):
+def test_two_processes_match_one(tmp_path, monkeypatch, teacher_store, kwargs, ddp_report):
     teacher, store = teacher_store
     config = experiment.make_config("smoke", "dimefm", epochs=2, method_kwargs={"teacher": teacher, **kwargs}, **TINY)
     shutil.copytree(store, tmp_path / "one")
@@ -80,6 +80,7 @@ def test_two_processes_match_one(tmp_path, monkeypatch, teacher_store, kwargs):
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
     stored = experiment.stored(config)
     assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+    ddp_report(f"dimefm {kwargs}", one, stored)
     assert len(stored["history"]) == len(one["history"]) == 8
     for key in ("loss", *TERMS):  # every logged term was trained on (> 0) and is the one process's
         values = [h[key] for h in stored["history"]]

@@ -90,7 +90,7 @@ def _largest(a: list[float], b: list[float]) -> float:
     ],
     ids=["iclip", "options", "unicl"],
 )
-def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, logged):
+def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, logged, ddp_report):
     config = experiment.make_config("smoke", method, **overrides)
     one = experiment.run(config, progress=False, verbose=False)
     one_prompts = evaluations.prompt_zero_shot(one)
@@ -99,6 +99,7 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, logge
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
     stored = experiment.stored(config)
     assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+    ddp_report(f"{method} {overrides['method_kwargs']}", one, stored)
 
     history = {h["step"]: h for h in one["history"]}
     assert [h["step"] for h in stored["history"]] == list(history) and len(history) == 8

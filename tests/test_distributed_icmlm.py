@@ -55,7 +55,7 @@ def counts_per_rank(config, read: str) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("method, overrides, read", [("icmlm", ICMLM, "maskable"), ("tp", TP_POSTAG, "tp_targets")])
-def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, read):
+def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, read, ddp_report):
     config = experiment.make_config("smoke", method, **overrides)
     counts = counts_per_rank(config, read)
     assert any(a != b for a, b in counts) and all(0 < a + b < config.train.batch_size for a, b in counts), counts
@@ -91,6 +91,7 @@ def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, read)
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
     stored = experiment.stored(config)
     assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+    ddp_report(method, one, stored)
     history, reference = stored["history"], one["history"]
     assert len(history) == len(reference) == len(counts)
     assert [h["loss"] for h in history] == pytest.approx([h["loss"] for h in reference], abs=TOL)
