@@ -152,6 +152,9 @@ def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
     ]
     chained = {nb for chain in chains for nb in chain} | {pages.SCORECARD}
     chains = [chain for chain in chains if chain] + [[nb] for nb in sorted(selected - chained)]
+    # the longest chains first (their notebook count standing in for their time: ProtoCLIP's five take about 130 s,
+    # DIME-FM's three 95 s, a single notebook 10 to 35 s), so that no long chain starts last on an otherwise idle core
+    chains.sort(key=len, reverse=True)
     pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
     for chain in chains:
         pool.submit(run_chain, chain, [])

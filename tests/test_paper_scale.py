@@ -10,6 +10,7 @@ trains first (a DIME-FM teacher, an ICMLM run's TP_Postag start, ProtoCLIP's CLI
 
 import json
 from collections.abc import Callable
+from functools import cache
 
 import pytest
 
@@ -55,6 +56,7 @@ def pyramidclip_plan() -> list[RunConfig]:
     return [pyramidclip.config(row, SCALE, seed) for row in dict.fromkeys(rows) for seed in seeds]
 
 
+@cache
 def dimefm_plan() -> list[RunConfig]:
     """The three DIME-FM notebooks (benchmark, components, coverage): the teacher (once, its own seed), and every
     row, CLIP runs and RN50 students of the ViT-B-32 teacher (``at_width``: 512-d), for every seed."""
