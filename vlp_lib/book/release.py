@@ -416,6 +416,9 @@ def verify(names: Sequence[str], release: Path = RELEASE_DIR, keep: Path | None 
         for claim, verdict in before[chapter].items():
             if after[chapter].get(claim) != verdict:
                 differences.append(f"claim {claim}: release {verdict!r}, re-made {after[chapter].get(claim)!r}")
+    compared = sum((scratch / "remade" / p.relative_to(release_store)).exists() for p in release_store.rglob("*.json"))
+    judged = sum(len(before[chapter]) for chapter in remade)
+    print(f"compared: {compared} records of the release re-made, {judged} verdicts judged again")
     return differences
 
 
