@@ -1,3 +1,4 @@
+import json
 import os
 
 import numpy as np
@@ -44,7 +45,6 @@ def ddp_report():
     line per run to it (the README's "Several processes" table comes from it): the final losses, the largest
     difference over the loss history of every logged term, and each suite metric of both runs. ``one`` and ``two``
     are the two runs' records. Without the variable, nothing is written."""
-    import json
 
     def report(label: str, one: dict, two: dict) -> None:
         path = os.environ.get("VLP_DDP_REPORT")
