@@ -87,10 +87,14 @@ def bare_loop(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Te
         if recipe:
             loss.item(), out["logit_scale"].item()
 
+    # on a GPU the steps are launched asynchronously: wait for the device before reading the clock
+    sync = torch.cuda.synchronize if next(model.parameters()).is_cuda else (lambda: None)
     step(*batches[0])  # warm-up
+    sync()
     t0 = time.perf_counter()
     for images, texts in batches:
         step(images, texts)
+    sync()
     return (time.perf_counter() - t0) / len(batches)
 
 

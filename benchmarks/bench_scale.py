@@ -20,6 +20,12 @@ Each name below is printed with the prefix ``scale_``.
                           (``bench_overheads.matmul_peak_flops``: 10 square GEMMs, 8192 on a GPU, 2048 on a CPU: an
                           attainable peak, below the data-sheet figure)
     mfu                   gflop_per_sample * samples_per_s / (processes * peak)
+    host_data_ms          host milliseconds per step that the trainer spends making the batch (gathering uint8 rows,
+                          pinning, launching the copy; ``TrainResult.timings["data_loading"]``): the step is
+                          synchronous (the loss is read every step), so on a GPU this time is not overlapped
+    bare_samples_per_s    ``--bare`` (CLIP, one process): the bare step of ``bench_overheads.bare_loop`` on the same
+                          model, batch and precision, its batches on the device in advance: what the model sustains
+    trainer_overhead      ``--bare``: bare_samples_per_s / samples_per_s (``bench_overheads``' figure on any device)
     mfu_datasheet         the same against the data sheet's dense bf16 peak of a known GPU (H100/H200 SXM 989,
                           A100 312 TFLOP/s), when the device is one
 
@@ -51,6 +57,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,7 +66,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from bench_overheads import matmul_peak_flops
+from bench_overheads import bare_loop, matmul_peak_flops
 from torch.utils.flop_counter import FlopCounterMode
 
 from vlp_lib import distributed
@@ -69,7 +76,7 @@ from vlp_lib.data.sampler import Sampler
 from vlp_lib.data.tokenizer import world_tokenizer
 from vlp_lib.methods import Method, available_methods, create_method, method_class
 from vlp_lib.models import CompositeCLIP, available_models, create_model, image_embed_dim, model_image_size
-from vlp_lib.train import TrainConfig, resolve_device, train
+from vlp_lib.train import TrainConfig, has_convolutions, model_input, resolve_device, train
 
 DATASHEET_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
 TAGS = 50  # TP_Postag's K = 50 and ICMLM's maskable word ids
@@ -220,9 +227,12 @@ def main() -> None:
     parser.add_argument("--episode-steps", type=int, default=10, help="protoclip: steps per episode")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--peak-tflops", type=float, default=None)
+    parser.add_argument("--bare", action="store_true", help="clip in one process: also time the bare step")
     args = parser.parse_args()
     if args.method not in BUILDERS:
         parser.error(f"method {args.method!r} has no random stand-in for its side data yet (BUILDERS)")
+    if args.bare and (args.method != "clip" or "WORLD_SIZE" in os.environ):
+        parser.error("--bare times the bare CLIP step in one process: --method clip, without torchrun")
     ranks = distributed.init_from_env()
     device = resolve_device(args.device)
     if device.type == "cuda" and ranks.parallel:
@@ -241,12 +251,27 @@ def main() -> None:
         merged, sampler = fresh.training_data(data)
         return fresh, merged, sampler, len(merged) if sampler is None else sampler.size(len(merged))
 
-    def run(steps: int) -> float:
+    def run(steps: int) -> tuple[float, float]:
+        """Samples per second of ``train`` over ``steps`` steps, and its host milliseconds per step spent making
+        batches (``TrainResult.timings["data_loading"]``)."""
         fresh, merged, sampler, n_epoch = prepared()
         config = train_config(args, steps, n_epoch, device)
         t0 = time.perf_counter()  # the whole call: ProtoCLIP's episodes (extraction, K-Means, PBT) count too
         result = train(trained, fresh, merged, config, sampler=sampler)
-        return len(result.history) * args.batch_size / (time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        return len(result.history) * args.batch_size / seconds, 1000 * result.timings["data_loading"] / steps
+
+    def bare_samples_per_s() -> float:
+        """The bare CLIP step (``bench_overheads.bare_loop``: forward, ``open_clip.ClipLoss``, backward, fused
+        AdamW) on the trained model, its batches converted and placed on the device in advance, in the run's
+        precision: what the model alone sustains."""
+        channels_last = device.type == "cuda" and has_convolutions(trained)
+        batches = [
+            (model_input(data.images[rows], size, device, channels_last), data.tokens[rows].to(device))
+            for rows in np.split(np.arange(args.steps * args.batch_size), args.steps)
+        ]
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            return args.batch_size / bare_loop(trained, batches)
 
     def step_flops() -> float:
         """FLOPs per sample of one step (an episode of one batch: ProtoCLIP extracts each sample once per episode,
@@ -258,7 +283,7 @@ def main() -> None:
         return counter.get_total_flops() / max(1, args.batch_size // ranks.world_size)
 
     run(args.warmup_steps)
-    samples_per_s = run(args.steps)
+    samples_per_s, host_data_ms = run(args.steps)
     flops = step_flops()
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     peak = (
@@ -271,10 +296,14 @@ def main() -> None:
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "samples_per_s": samples_per_s,
         "step_ms": 1000 * args.batch_size / samples_per_s,
+        "host_data_ms": host_data_ms,
         "gflop_per_sample": flops / 1e9,
         "peak_tflops": peak / 1e12,
         "mfu": flops * samples_per_s / (ranks.world_size * peak),
     }
+    if args.bare:
+        bare = bare_samples_per_s()
+        out.update(bare_samples_per_s=bare, trainer_overhead=bare / samples_per_s)
     if device.type == "cuda" and args.precision == "bf16":
         sheet = next((v for k, v in DATASHEET_BF16_TFLOPS.items() if k in out["device"]), None)
         if sheet:
