@@ -41,3 +41,20 @@ def test_bench_parts_train_a_step(bench_scale, method):
     config = TrainConfig(epochs=8 / n_epoch, batch_size=8, episode_size=8, warmup_steps=1, progress=False)
     result = train(trained, fresh, merged, config, sampler=sampler)
     assert len(result.history) == 1 and math.isfinite(result.history[0]["loss"])
+
+
+def test_bare_step_figures(bench_scale, monkeypatch, capsys):
+    """``--bare`` prints the bare CLIP step beside the trainer's and their ratio, and every run prints the host's
+    milliseconds per step spent making batches; the bare step is refused for another method before anything runs."""
+    argv = ["bench_scale.py", "--model", "vit-tiny", "--batch-size", "8", "--steps", "2", "--warmup-steps", "1"]
+    monkeypatch.setattr("sys.argv", [*argv, "--bare"])
+    bench_scale.main()
+    figures = dict(line.split() for line in capsys.readouterr().out.splitlines())
+    bare, trainer = float(figures["scale_bare_samples_per_s"]), float(figures["scale_samples_per_s"])
+    # the figures are printed to 4 significant digits
+    assert bare > 0 and float(figures["scale_trainer_overhead"]) == pytest.approx(bare / trainer, rel=2e-3)
+    assert float(figures["scale_host_data_ms"]) >= 0
+    monkeypatch.setattr("sys.argv", [*argv, "--bare", "--method", "protoclip"])
+    with pytest.raises(SystemExit):
+        bench_scale.main()
+    assert "--bare times the bare CLIP step" in capsys.readouterr().err
