@@ -47,12 +47,17 @@ from vlp_lib.papers.protoclip.book import chapter as protoclip_chapter
 from vlp_lib.train import TrainConfig, param_groups, train
 
 
+def synchronizer(device: torch.device) -> Callable[[], None]:
+    """What waits for ``device``'s queued work before a clock is read: a GPU runs its kernels asynchronously."""
+    return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+
 def matmul_peak_flops(
     n: int = 2048, repeats: int = 10, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
 ) -> float:
     """FLOP/s of ``repeats`` square ``n`` GEMMs after one warm-up (mean; on a GPU, synchronised)."""
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+    sync = synchronizer(torch.device(device))
     a @ b
     sync()
     t0 = time.perf_counter()
@@ -88,7 +93,7 @@ def bare_loop(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Te
             loss.item(), out["logit_scale"].item()
 
     # on a GPU the steps are launched asynchronously: wait for the device before reading the clock
-    sync = torch.cuda.synchronize if next(model.parameters()).is_cuda else (lambda: None)
+    sync = synchronizer(next(model.parameters()).device)
     step(*batches[0])  # warm-up
     sync()
     t0 = time.perf_counter()

@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -231,9 +230,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.method not in BUILDERS:
         parser.error(f"method {args.method!r} has no random stand-in for its side data yet (BUILDERS)")
-    if args.bare and (args.method != "clip" or "WORLD_SIZE" in os.environ):
+    ranks = distributed.init_from_env()  # joins the group only: nothing is computed before the checks
+    if args.bare and (args.method != "clip" or ranks.parallel):
         parser.error("--bare times the bare CLIP step in one process: --method clip, without torchrun")
-    ranks = distributed.init_from_env()
     device = resolve_device(args.device)
     if device.type == "cuda" and ranks.parallel:
         device = torch.device("cuda", torch.cuda.current_device())
