@@ -2,6 +2,7 @@
 evaluation noise, and the statistics behind them (vlp_lib.book.stats), each against a value computed by hand."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -55,7 +56,47 @@ def test_judge_pools_over_the_notebooks_rows_and_says_so():
     alone = claims.judge(claim, {"a": rows["a"], "b": rows["b"]}, "P")
     assert alone["df"] == "2"
     # judged on a notebook's rows only: the rows its notebook's claims read
-    assert claims.notebook_rows([claim]) == {"nb": ["a", "b"]}
+    assert claims.pooled_rows([claim]) == {("nb", ""): ["a", "b"]}
+
+
+def test_a_claims_pool_is_its_own_budgets_rows_only():
+    """Two budgets on one page (the head to head's equal samples and equal seconds): the rows of one budget never
+    enter the other's pooled variance, so a verdict at equal samples cannot move with the runs at equal seconds."""
+    rng = np.random.default_rng(4)
+    luck = rng.normal(0, 0.05, size=3)
+    rows = {
+        name: _records(0.3 + gain + luck + rng.normal(0, 0.01, size=3))
+        for name, gain in {"ref": 0.0, "a": 0.03, "b": 0.01, "a_s": 0.02, "b_s": 0.0}.items()
+    }
+
+    def claim(better, pool):
+        return claims.Claim(
+            f"X_{better}",
+            "beats ref",
+            "s",
+            "direction",
+            "m",
+            "p",
+            notebook="nb",
+            better=better,
+            reference="ref",
+            pool=pool,
+        )
+
+    by_budget = [claim("a", "samples"), claim("b", "samples"), claim("a_s", "seconds"), claim("b_s", "seconds")]
+    assert claims.pooled_rows(by_budget) == {
+        ("nb", "samples"): ["a", "ref", "b"],
+        ("nb", "seconds"): ["a_s", "ref", "b_s"],
+    }
+    table = claims.claims_table(by_budget, rows, "P")
+    assert table.loc["X_a", "df"] == "4 pooled"  # 3 rows x 3 seeds, not the 5 rows of the page
+    # the seconds rows made again (another machine's speed): the samples verdicts read the same
+    remade = {**rows, "a_s": _records([0.1, 0.9, 0.5]), "b_s": _records([0.5, 0.2, 0.7])}
+    again = claims.claims_table(by_budget, remade, "P")
+    assert again.loc[["X_a", "X_b"]].equals(table.loc[["X_a", "X_b"]])
+    # one pool for the page, as before: the seconds rows enter the samples claims' variance
+    one_pool = [replace(c, pool="") for c in by_budget]
+    assert claims.claims_table(one_pool, rows, "P").loc["X_a", "df"] == "8 pooled"
 
 
 def test_the_papers_base_is_read_from_its_numbers_and_carried_three_ways():

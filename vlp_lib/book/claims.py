@@ -29,7 +29,9 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
 - ``"not_run"``: planned, not run (``reason``).
 
 ``paper_effect`` is the paper's difference as a fraction on our metric (points / 100), where it gives one;
-``percent=False`` shows a claim's values raw (losses, ARI, rank correlations).
+``percent=False`` shows a claim's values raw (losses, ARI, rank correlations). ``pool`` names the claims of a
+notebook whose variance is pooled together (``report.POOLING_RULE``): by default the whole notebook's; a notebook that
+judges claims at two budgets gives each budget its own, so that one budget's verdicts never move with the other's runs.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ class Claim:
     reason: str = ""
     paper_base: float | None = None
     paper_chance: float = 0.0
+    pool: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -667,22 +670,27 @@ def claims_table(
     if notebook is not None and notebook not in valid:
         shown = tuple(valid) if notebooks is not None else valid
         raise ValueError(f"notebook must be one of {shown}, got {notebook!r}")
-    pools = notebook_rows(claims)
+    pools = pooled_rows(claims)
     lines = [
-        judge(c, results, paper, checks, pools[c.notebook])
+        judge(c, results, paper, checks, pools[pool_key(c)])
         for c in claims
         if notebook is None or c.notebook == notebook
     ]
     return pd.DataFrame(lines, columns=SCORECARD_COLUMNS).set_index("id")
 
 
-def notebook_rows(claims: Sequence[Claim]) -> dict[str, list[Hashable]]:
-    """``{notebook: the rows its claims read}``: the rows whose variance a claim's test pools
+def pool_key(claim: Claim) -> tuple[str, str]:
+    """The group of claims whose rows a claim's test pools over: its notebook and its ``pool``."""
+    return claim.notebook, claim.pool
+
+
+def pooled_rows(claims: Sequence[Claim]) -> dict[tuple[str, str], list[Hashable]]:
+    """``{pool_key: the rows its claims read}``: the rows whose variance a claim's test pools
     (``report.POOLING_RULE``), the same on the notebook's page and on the scorecard."""
-    out: dict[str, list[Hashable]] = {}
+    out: dict[tuple[str, str], list[Hashable]] = {}
     for c in claims:
-        out.setdefault(c.notebook, [])
-        out[c.notebook] += [r for r in c.rows() if r not in out[c.notebook]]
+        rows = out.setdefault(pool_key(c), [])
+        rows += [r for r in c.rows() if r not in rows]
     return out
 
 
@@ -695,5 +703,5 @@ def judge_stored(
     """Every claim judged on the stored records ``stored(row)`` gives (``None``: not run); trains nothing."""
     rows = {row for c in claims for row in c.rows()}
     results = {row: records for row in rows if (records := stored(row)) is not None}
-    pools = notebook_rows(claims)
-    return [judge(c, results, paper, checks, pools[c.notebook]) for c in claims]
+    pools = pooled_rows(claims)
+    return [judge(c, results, paper, checks, pools[pool_key(c)]) for c in claims]

@@ -89,9 +89,11 @@ VERDICT_RULE = (
 )
 POOLING_RULE = (
     "Pooled variance: for each notebook and metric, the rows its claims read form a rows x seeds table (the seeds "
-    "every row has); the additive model value = row + seed + noise (seeds as blocks) gives the residual variance on "
-    "(R - 1)(S - 1) degrees of freedom, and a claim comparing rows by coefficients c (1 and -1 for A minus B) uses "
-    "the per-seed standard deviation sqrt(variance sum c^2). Used when the table has at least 3 rows and Bartlett's "
+    "every row has; a notebook that judges claims at two budgets pools each budget's claims over that budget's rows "
+    "only, so that no verdict moves with the other budget's runs); the additive model value = row + seed + noise "
+    "(seeds as blocks) gives the residual variance on (R - 1)(S - 1) degrees of freedom, and a claim comparing "
+    "rows by coefficients c (1 and -1 for A minus B) uses the per-seed standard deviation sqrt(variance sum c^2). "
+    "Used when the table has at least 3 rows and Bartlett's "
     "test does not find the rows' spreads unlike (p >= 0.05); otherwise, and for claims across metrics, the claim's "
     "own differences decide on n - 1 degrees of freedom."
 )
