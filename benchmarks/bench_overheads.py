@@ -44,7 +44,7 @@ from vlp_lib.data.world import generate
 from vlp_lib.methods import CLIP, create_method
 from vlp_lib.models import create_model
 from vlp_lib.papers.protoclip.book import chapter as protoclip_chapter
-from vlp_lib.train import TrainConfig, param_groups, train
+from vlp_lib.train import TrainConfig, clip_gradients, param_groups, train
 
 
 def synchronizer(device: torch.device) -> Callable[[], None]:
@@ -87,7 +87,7 @@ def bare_loop(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Te
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if recipe:
-            torch.nn.utils.clip_grad_norm_(params, TrainConfig.grad_clip_norm)
+            clip_gradients(params, TrainConfig.grad_clip_norm)
         opt.step()
         if recipe:
             loss.item(), out["logit_scale"].item()
@@ -133,7 +133,7 @@ def trainer_pieces(model: torch.nn.Module, data: PairedData, batch_size: int) ->
     out = {
         "step_ms_input": piece_ms(lambda: to_model_input(rows)),
         "step_ms_crop": piece_ms(lambda: augment(x, "none", generator=generator)),
-        "step_ms_clip_grad": piece_ms(lambda: torch.nn.utils.clip_grad_norm_(params, 1.0)),
+        "step_ms_clip_grad": piece_ms(lambda: clip_gradients(params, 1.0)),
     }
     model.zero_grad(set_to_none=True)
     return out

@@ -2,9 +2,10 @@ import numpy as np
 import pytest
 import torch
 
+from vlp_lib import train as train_module
 from vlp_lib.methods import CLIP, create_method
 from vlp_lib.models import MAX_LOGIT_SCALE, create_model
-from vlp_lib.train import TrainConfig, episode_indices, lr_factor, param_groups, train
+from vlp_lib.train import TrainConfig, clip_gradients, episode_indices, lr_factor, param_groups, train
 
 
 def _setup(synthetic_pairs, **cfg):
@@ -21,6 +22,31 @@ def test_same_seed_same_run(synthetic_pairs):
         runs.append((train(model, CLIP(), data, config).history, model.state_dict()))
     assert [h["loss"] for h in runs[0][0]] == [h["loss"] for h in runs[1][0]]
     assert all(torch.equal(runs[0][1][k], runs[1][1][k]) for k in runs[0][1])
+
+
+def test_prefetched_batches_are_the_same_run(synthetic_pairs, monkeypatch):
+    """The next batch made on a second thread (a GPU's path, forced here on the CPU) trains the same run bit for bit:
+    the episode's augmentation stream is drawn in step order, one batch at a time."""
+    runs = []
+    for prefetch in (False, True):
+        monkeypatch.setattr(train_module, "prefetches", lambda device, prefetch=prefetch: prefetch)
+        data, config, model = _setup(synthetic_pairs, seed=3, episode_size=64)
+        runs.append((train(model, CLIP(), data, config).history, model.state_dict()))
+    assert runs[0][0] == runs[1][0]
+    assert all(torch.equal(runs[0][1][k], runs[1][1][k]) for k in runs[0][1])
+
+
+@pytest.mark.parametrize("max_norm", [0.05, 1e3])  # every gradient clipped / none
+def test_clip_gradients_is_torchs_clipping(max_norm):
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(n)) for n in (5, 7, 3)]
+    grads = [torch.randn_like(p) for p in params]
+    ours, theirs = ([p.detach().clone().requires_grad_() for p in params] for _ in range(2))
+    for a, b, g in zip(ours, theirs, grads):
+        a.grad, b.grad = g.clone(), g.clone()
+    norm = clip_gradients(ours, max_norm)
+    assert torch.equal(norm, torch.nn.utils.clip_grad_norm_(theirs, max_norm))
+    assert all(torch.equal(a.grad, b.grad) for a, b in zip(ours, theirs))
 
 
 def test_resume_continues_exactly(synthetic_pairs, tmp_path):

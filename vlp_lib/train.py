@@ -31,6 +31,7 @@ import os
 import time
 import warnings
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,27 @@ class Step(nn.Module):
 def has_convolutions(model: nn.Module) -> bool:
     """Whether ``model`` has a convolution past a ViT's one patch embedding (the ``rn-*`` presets, RN50)."""
     return sum(isinstance(m, nn.Conv2d) for m in model.modules()) > 1
+
+
+def prefetches(device: torch.device) -> bool:
+    """Whether ``train`` makes the next batch on a second thread while a step runs: on a GPU, where the host's
+    gather, pinning and copy otherwise wait for the device and the device for them (H200, bf16, 224 px: RN50 CLIP
+    1,887 -> 2,194 samples/s, ViT-B-32 at batch 1,024 4,682 -> 5,800; README). Not on a CPU, where the batch's
+    conversion and crop would run beside the step's own threads on the same cores (this 2-core machine: the
+    trainer 1.6 times slower)."""
+    return device.type == "cuda"
+
+
+def clip_gradients(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_`` (its total 2-norm, then every gradient times
+    ``min(1, max_norm / (norm + 1e-6))``), without the multiplication by exactly 1 when nothing is clipped: the same
+    gradients bit for bit, half a millisecond less per laptop step. The norm is read on the host, as the history
+    reads it anyway."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0)
+    if bool(max_norm / (norm + 1e-6) < 1.0):  # torch's own coefficient, in its dtype
+        torch.nn.utils.clip_grads_with_norm_(params, max_norm, norm)
+    return norm
 
 
 def model_input(images: np.ndarray, image_size: int, device: torch.device, channels_last: bool = False) -> torch.Tensor:
@@ -327,36 +349,49 @@ def train(
         for name, seconds in episode.timings.items():
             _add(timings, name, seconds)
 
-        model.train()
-        method.train()
-        t0 = time.perf_counter()
-        t_data = 0.0
-        for b in range(steps_per_episode):
+        def host_batch(b: int) -> Batch:
+            """Step ``b``'s batch: its rows gathered, converted and augmented from the episode's generator (in
+            step order: one batch at a time), its tokens, indices and sources."""
             step = ep * steps_per_episode + b
             positions = np.arange(b * config.batch_size, (b + 1) * config.batch_size)
-            factor = lr_factor(step, total_steps, config.warmup_steps)
-            image_factor = factor if lock_step is None else lr_factor(step, lock_step, config.warmup_steps)
-            locked = lock_step is not None and step >= lock_step
-            t1 = time.perf_counter()
             # across processes each rank augments the whole global batch, so the episode's augmentation stream is
             # drawn as in one process, and keeps its own share (in one process: all of it)
             images = distributed.shard(load_images(indices[positions], True))
             view_fn = functools.partial(load_view, indices[positions], ep, step)
             positions = distributed.shard(positions)
             idx, text_idx = indices[positions], plan.texts[positions]
-            batch = Batch(
+            return Batch(
                 images,
                 data.tokens[text_idx].to(device),
                 idx,
                 positions,
                 step,
                 total_steps,
-                image_locked=locked,
+                image_locked=lock_step is not None and step >= lock_step,
                 text_indices=text_idx,
                 source=plan.names(positions),
                 data=data,
                 view_fn=view_fn,
             )
+
+        model.train()
+        method.train()
+        t0 = time.perf_counter()
+        t_data = 0.0  # the time the loop waited for a batch (what the prefetch did not hide)
+        # the next batch is made on a second thread while this step runs: on a GPU the host's gather, pinning and
+        # copy (15 ms of ViT-B-32's 84 ms step at batch 256, README) overlap the device's work; the batches and
+        # their random draws are those of one thread (one batch at a time, in order, from the same generator)
+        prefetch = ThreadPoolExecutor(max_workers=1) if prefetches(device) else None
+        pending = prefetch.submit(host_batch, 0) if prefetch else None
+        for b in range(steps_per_episode):
+            step = ep * steps_per_episode + b
+            factor = lr_factor(step, total_steps, config.warmup_steps)
+            image_factor = factor if lock_step is None else lr_factor(step, lock_step, config.warmup_steps)
+            locked = lock_step is not None and step >= lock_step
+            t1 = time.perf_counter()
+            batch = pending.result() if pending else host_batch(b)
+            if prefetch and b + 1 < steps_per_episode:
+                pending = prefetch.submit(host_batch, b + 1)
             t_data += time.perf_counter() - t1
             for group in optimizer.param_groups:
                 if group["image_tower"]:
@@ -367,7 +402,7 @@ def train(
                 loss, logs = step_module(batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()  # across processes DDP averages the gradients here
-            grad_norm = torch.nn.utils.clip_grad_norm_(trained_params, config.grad_clip_norm)
+            grad_norm = clip_gradients(trained_params, config.grad_clip_norm)
             optimizer.step()
             method.after_step(model)
             loss_value = loss.item()
@@ -387,6 +422,8 @@ def train(
             )
             bar.update(1)
             bar.set_postfix(loss=f"{history[-1]['loss']:.3f}", episode=f"{ep + 1}/{n_episodes}")
+        if prefetch:
+            prefetch.shutdown()
         t_train += time.perf_counter() - t0
         _add(timings, "training", time.perf_counter() - t0)
         _add(timings, "data_loading", t_data)

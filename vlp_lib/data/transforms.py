@@ -44,7 +44,7 @@ def to_model_input(images: np.ndarray | torch.Tensor, image_size: int | None = N
     if image_size is not None and x.shape[-1] != image_size:
         x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", antialias=True, align_corners=False)
     mean, std = _mean_std(x)
-    return (x - mean) / std
+    return x.sub_(mean).div_(std)  # in place: x is this function's own tensor (the same arithmetic as (x - m) / s)
 
 
 def random_resized_crop(
