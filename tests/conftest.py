@@ -1,9 +1,20 @@
 import json
 import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+from vlp_lib import experiment
+from vlp_lib.run_config import RunConfig
+
+LAUNCH_EACH = Path(__file__).resolve().parent / "launch_each.py"
 
 
 def torch_threads() -> int:
@@ -64,3 +75,60 @@ def ddp_report():
             f.write(json.dumps(line) + "\n")
 
     return report
+
+
+@dataclass
+class OneAndTwo:
+    """A config trained in one process (``one``, its record) and in two (``two``: the metrics rank 0 printed;
+    ``stored``: the record rank 0 wrote), each in stores of its own under ``folder`` (``one/``, ``two/``: ``results``
+    and ``ckpt``)."""
+
+    one: dict
+    two: dict
+    stored: dict
+    folder: Path
+
+
+@pytest.fixture(scope="session")
+def one_and_two(tmp_path_factory) -> Callable[..., dict[str, OneAndTwo]]:
+    """``runs({name: config}, start=None)``: each config trained here in one process, then all of them in two gloo
+    processes by one ``torchrun --nproc_per_node 2 tests/launch_each.py`` (``vlp_lib.launch`` on each config in
+    turn: torchrun's start is paid once, not once per config), ``OMP_NUM_THREADS=1``. Each run's stores start as a
+    copy of the store ``start`` (a teacher's) where given; the world cache is the session's. ``{name: OneAndTwo}``."""
+    cache = tmp_path_factory.getbasetemp() / "cache"  # _isolated_dirs' shared cache
+
+    def runs(configs: Mapping[str, RunConfig], start: Path | None = None) -> dict[str, OneAndTwo]:
+        folders = {name: tmp_path_factory.mktemp(f"ddp_{name}") for name in configs}
+        ones = {}
+        for name, config in configs.items():
+            one, two = folders[name] / "one", folders[name] / "two"
+            for side in (one, two):
+                side.mkdir()
+                if start is not None:
+                    shutil.copytree(start, side / "results")
+            (two / "config.json").write_text(json.dumps(config.to_dict()))
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("VLP_CACHE_DIR", str(cache))
+                mp.setenv("VLP_RESULTS_DIR", str(one / "results"))
+                mp.setenv("VLP_CHECKPOINT_DIR", str(one / "ckpt"))
+                ones[name] = experiment.run(config, progress=False, verbose=False)
+        plan = tmp_path_factory.mktemp("ddp_plan") / "plan.json"
+        plan.write_text(json.dumps([str(f / "two") for f in folders.values()]))
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+        env = dict(os.environ, VLP_CACHE_DIR=str(cache), OMP_NUM_THREADS="1")
+        out = subprocess.run(
+            [*command, str(LAUNCH_EACH), str(plan)], env=env, capture_output=True, text=True, timeout=900
+        )
+        assert out.returncode == 0, out.stderr[:3000] + "\n...\n" + out.stderr[-2000:]  # the first rank's traceback
+        result = {}
+        for name, config in configs.items():
+            two = folders[name] / "two"
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("VLP_RESULTS_DIR", str(two / "results"))
+                stored = experiment.stored(config)
+            assert stored is not None, f"{name}: rank 0 wrote no record"
+            metrics = json.loads((two / "metrics.json").read_text())
+            result[name] = OneAndTwo(ones[name], metrics, stored, folders[name])
+        return result
+
+    return runs

@@ -6,9 +6,6 @@ the global batch. PyramidCLIP: each softened InfoNCE term against the gathered b
 whole batch."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -31,41 +28,19 @@ PROTO = dict(TINY, episode_size=64, epochs=1, method_kwargs={"k": 8, "extract_ba
 PYRAMID = dict(TINY, method_kwargs={"weights": {"gs": 0.5, "lt": 0.5}})
 
 
-@pytest.mark.parametrize("method, overrides", [("clip", TINY), ("protoclip", PROTO), ("pyramidclip", PYRAMID)])
-def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, ddp_report):
-    config = experiment.make_config("smoke", method, **overrides)
-    one = experiment.run(config, progress=False)
+CASES = {"clip": ("clip", TINY), "protoclip": ("protoclip", PROTO), "pyramidclip": ("pyramidclip", PYRAMID)}
 
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config.to_dict()))
-    env = dict(
-        os.environ,
-        VLP_RESULTS_DIR=str(tmp_path / "results"),
-        VLP_CHECKPOINT_DIR=str(tmp_path / "ckpt"),
-        OMP_NUM_THREADS="1",
-    )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            "-m",
-            "vlp_lib.launch",
-            str(path),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    two = json.loads(out.stdout.strip().splitlines()[-1])
-    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
-    stored = experiment.stored(config)
-    assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+
+@pytest.fixture(scope="module")
+def runs(one_and_two):
+    """Every case in one process and in 2 gloo processes (one torchrun launch for the three: ``vlp_lib.launch``)."""
+    return one_and_two({name: experiment.make_config("smoke", method, **kw) for name, (method, kw) in CASES.items()})
+
+
+@pytest.mark.parametrize("method", list(CASES))
+def test_two_processes_match_one(runs, method, ddp_report):
+    one, two, stored = runs[method].one, runs[method].two, runs[method].stored
+    assert stored["metrics"] == two  # rank 0 wrote the record
     ddp_report(method, one, stored)
     assert [h["loss"] for h in stored["history"]] == pytest.approx([h["loss"] for h in one["history"]], abs=1e-4)
     assert two["final_loss"] == pytest.approx(one["metrics"]["final_loss"], abs=1e-4)

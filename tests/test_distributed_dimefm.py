@@ -9,7 +9,6 @@ rank's mean over its rows, the gradient average); zero-shot and linear probe wit
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -64,23 +63,26 @@ def teacher_store(tmp_path_factory):
     return teacher, store
 
 
-@pytest.mark.parametrize("kwargs", [INTRA, INTER], ids=["intra", "inter-nlp"])
-def test_two_processes_match_one(tmp_path, monkeypatch, teacher_store, kwargs, ddp_report):
-    teacher, store = teacher_store
-    config = experiment.make_config("smoke", "dimefm", epochs=2, method_kwargs={"teacher": teacher, **kwargs}, **TINY)
-    shutil.copytree(store, tmp_path / "one")
-    shutil.copytree(store, tmp_path / "results")
-    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "one"))
-    one = experiment.run(config, progress=False)  # also caches the teacher's features the ranks then read
+CASES = {"intra": INTRA, "inter-nlp": INTER}
 
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config.to_dict()))
-    out = torchrun("-m vlp_lib.launch", tmp_path, str(path))
-    two = json.loads(out.stdout.strip().splitlines()[-1])
-    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
-    stored = experiment.stored(config)
-    assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
-    ddp_report(f"dimefm {kwargs}", one, stored)
+
+@pytest.fixture(scope="module")
+def runs(one_and_two, teacher_store):
+    """Both cases in one process and in 2 gloo processes (one torchrun launch: ``vlp_lib.launch``), each store a copy
+    of the teacher's (the one-process run caches the teacher's features the ranks then read)."""
+    teacher, store = teacher_store
+    configs = {
+        name: experiment.make_config("smoke", "dimefm", epochs=2, method_kwargs={"teacher": teacher, **kw}, **TINY)
+        for name, kw in CASES.items()
+    }
+    return one_and_two(configs, start=store)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_two_processes_match_one(runs, case, ddp_report):
+    one, two, stored = runs[case].one, runs[case].two, runs[case].stored
+    assert stored["metrics"] == two  # rank 0 wrote the record
+    ddp_report(f"dimefm {CASES[case]}", one, stored)
     assert len(stored["history"]) == len(one["history"]) == 8
     for key in ("loss", *TERMS):  # every logged term was trained on (> 0) and is the one process's
         values = [h[key] for h in stored["history"]]

@@ -7,11 +7,7 @@ temperatures, the gradient norm: DDP's average of the ranks' gradients is the on
 every suite metric and iCLIP's definition-prompt zero-shot (``papers.iclip.evaluations``). Measured (``-s`` prints
 the largest differences): see ``TOLERANCE``."""
 
-import json
 import math
-import os
-import subprocess
-import sys
 
 import open_clip
 import pytest
@@ -58,47 +54,32 @@ UNICL = dict(TINY, method_kwargs={"class_data": CLASS_DATA, "ratio": 0.375})
 TOLERANCE = 1e-5
 
 
-def _two_processes(tmp_path, config):
-    """The record's metrics printed by rank 0 of ``torchrun --nproc_per_node 2 -m vlp_lib.launch``."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config.to_dict()))
-    env = dict(
-        os.environ,
-        VLP_RESULTS_DIR=str(tmp_path / "results"),
-        VLP_CHECKPOINT_DIR=str(tmp_path / "ckpt"),
-        OMP_NUM_THREADS="1",
-    )
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    out = subprocess.run(
-        [*command, "-m", "vlp_lib.launch", str(path)], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def _largest(a: list[float], b: list[float]) -> float:
     assert len(a) == len(b) and a, (a, b)
     return max(abs(x - y) for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize(
-    "method, overrides, logged",
-    [
-        ("iclip", ICLIP, {"loss_clip", "loss_cls"}),
-        ("iclip", ICLIP_OPTIONS, {"loss_clip", "loss_cls", "cls_logit_scale"}),
-        ("unicl", UNICL, {"loss_unicl"}),
-    ],
-    ids=["iclip", "options", "unicl"],
-)
-def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, logged, ddp_report):
-    config = experiment.make_config("smoke", method, **overrides)
-    one = experiment.run(config, progress=False, verbose=False)
-    one_prompts = evaluations.prompt_zero_shot(one)
+CASES = {
+    "iclip": ("iclip", ICLIP, {"loss_clip", "loss_cls"}),
+    "options": ("iclip", ICLIP_OPTIONS, {"loss_clip", "loss_cls", "cls_logit_scale"}),
+    "unicl": ("unicl", UNICL, {"loss_unicl"}),
+}
 
-    two = _two_processes(tmp_path, config)
-    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
-    stored = experiment.stored(config)
-    assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+
+@pytest.fixture(scope="module")
+def runs(one_and_two):
+    """Every case in one process and in 2 gloo processes (one torchrun launch for the three: ``vlp_lib.launch``)."""
+    return one_and_two({name: experiment.make_config("smoke", m, **kw) for name, (m, kw, _) in CASES.items()})
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_two_processes_match_one(runs, case, monkeypatch, ddp_report):
+    method, overrides, logged = CASES[case]
+    one, two, stored = runs[case].one, runs[case].two, runs[case].stored
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(runs[case].folder / "one" / "results"))
+    one_prompts = evaluations.prompt_zero_shot(one)
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(runs[case].folder / "two" / "results"))
+    assert stored["metrics"] == two  # rank 0 wrote the record
     ddp_report(f"{method} {overrides['method_kwargs']}", one, stored)
 
     history = {h["step"]: h for h in one["history"]}

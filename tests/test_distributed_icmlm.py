@@ -7,7 +7,6 @@ rank on CPUs) and no dropout in ICMLM's head (each rank would draw its own masks
 (measured: 7e-7 for ICMLM, 6e-8 for TP_Postag), one test image on the probes' accuracies (measured: equal)."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -54,43 +53,23 @@ def counts_per_rank(config, read: str) -> list[tuple[int, int]]:
     return out
 
 
-@pytest.mark.parametrize("method, overrides, read", [("icmlm", ICMLM, "maskable"), ("tp", TP_POSTAG, "tp_targets")])
-def test_two_processes_match_one(tmp_path, monkeypatch, method, overrides, read, ddp_report):
+CASES = {"icmlm": (ICMLM, "maskable"), "tp": (TP_POSTAG, "tp_targets")}
+
+
+@pytest.fixture(scope="module")
+def runs(one_and_two):
+    """Both methods in one process and in 2 gloo processes (one torchrun launch: ``vlp_lib.launch``)."""
+    return one_and_two({method: experiment.make_config("smoke", method, **kw) for method, (kw, _) in CASES.items()})
+
+
+@pytest.mark.parametrize("method", list(CASES))
+def test_two_processes_match_one(runs, method, ddp_report):
+    overrides, read = CASES[method]
     config = experiment.make_config("smoke", method, **overrides)
     counts = counts_per_rank(config, read)
     assert any(a != b for a, b in counts) and all(0 < a + b < config.train.batch_size for a, b in counts), counts
-    one = experiment.run(config, progress=False)
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config.to_dict()))
-    env = dict(
-        os.environ,
-        VLP_RESULTS_DIR=str(tmp_path / "results"),
-        VLP_CHECKPOINT_DIR=str(tmp_path / "ckpt"),
-        OMP_NUM_THREADS="1",
-    )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            "-m",
-            "vlp_lib.launch",
-            str(path),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    two = json.loads(out.stdout.strip().splitlines()[-1])
-    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
-    stored = experiment.stored(config)
-    assert stored is not None and stored["metrics"] == two  # rank 0 wrote the record
+    one, two, stored = runs[method].one, runs[method].two, runs[method].stored
+    assert stored["metrics"] == two  # rank 0 wrote the record
     ddp_report(method, one, stored)
     history, reference = stored["history"], one["history"]
     assert len(history) == len(reference) == len(counts)
