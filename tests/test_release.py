@@ -87,6 +87,35 @@ def test_check_finds_what_is_wrong(tmp_path):
         release.make(["iclip"], "smoke", _executed(tmp_path / "other", "smoke"), target)
 
 
+def test_a_remade_chapter_leaves_its_old_runs_behind(tmp_path, monkeypatch):
+    """Shipped again after the code of its scopes changed, a chapter's old records (made by code no chapter is shipped
+    with, backing no page) leave the release; a record that a chapter not shipped again still rests on stays. check
+    reports a record no chapter of the release was shipped with."""
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run(seed=0)
+    clip = experiment.make_config("laptop")
+    runs.save(experiment.RUN_KIND, clip.to_dict(), {"avg3/linear": 0.5}, {}, paper=experiment.paper(clip))
+    before = release.make(SHIPPED, "laptop", executed, target)
+    assert len(before["records"]) == 2
+    real = runs.code_fingerprint
+    changed = {None: "c0de" * 4, "core": "c0de" * 4, "iclip": "1c11" * 4}  # the core and iCLIP edited since
+    monkeypatch.setattr(runs, "code_fingerprint", lambda paper=None: changed.get(paper) or real(paper))
+    _store_one_iclip_run(seed=1)  # the chapter re-made by today's code
+    after = release.make(["iclip"], "laptop", executed, target)
+    kept = set(before["records"]) & set(after["records"])
+    assert len(after["records"]) == 2 and len(kept) == 1  # iCLIP's old run left; the core run stays for the baseline
+    (gone,) = set(before["records"]) - kept
+    assert not (target / gone).exists()
+    assert release.check(target, complete=False) == []
+    manifest = json.loads((target / release.MANIFEST).read_text())
+    manifest["chapters"]["baseline"]["fingerprints"]["core"] = "c0de" * 4  # the baseline re-shipped, its run not
+    manifest["chapters"]["world"]["fingerprints"]["core"] = "c0de" * 4
+    manifest["chapters"]["scorecard"]["fingerprints"]["core"] = "c0de" * 4
+    (target / release.MANIFEST).write_text(json.dumps(manifest))
+    (problem,) = release.check(target, complete=False)
+    assert "backs no page" in problem and "'core'" in problem
+
+
 def test_a_page_says_when_its_code_changed(tmp_path):
     executed, target = _executed(tmp_path), tmp_path / "release"
     _store_one_iclip_run()

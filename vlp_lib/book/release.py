@@ -162,7 +162,8 @@ def make(
 ) -> dict[str, Any]:
     """Ship chapters ``names`` (all when empty) from ``executed_dir`` and the results store into ``release``:
     their pages, every current record at ``scale`` (a record made by other code than today's is refused: it is
-    not copied, and a chapter whose scopes have no current record is an error) and the manifest. Returns it."""
+    not copied, and a chapter whose scopes have no current record is an error) and the manifest; a record of the
+    release that no chapter's code makes any more (``_orphaned``: re-made chapters' old runs) leaves it. Returns it."""
     chosen = list(names) or list(CHAPTERS)
     unknown = [n for n in chosen if n not in CHAPTERS]
     if unknown:
@@ -182,14 +183,34 @@ def make(
         for nb in entry["notebooks"]:
             shutil.copy(executed_dir / f"{nb}.ipynb", release / PAGES / f"{nb}.ipynb")
         manifest["chapters"][name] = entry
+    written = set()
     for kind, path, _ in shipped:
         target = release / RECORDS / kind / f"{path.name}.gz"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
-        manifest["records"][target.relative_to(release).as_posix()] = _sha256(target)
+        written.add(key := target.relative_to(release).as_posix())
+        manifest["records"][key] = _sha256(target)
+    for key in sorted(set(manifest["records"]) - written):
+        if _orphaned(_read_record(release / key), manifest["chapters"]):
+            (release / key).unlink(missing_ok=True)
+            del manifest["records"][key]
     manifest["scale"] = scale
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _orphaned(record: dict[str, Any], chapters: dict[str, Any]) -> bool:
+    """Whether a record of the release was made by code that no chapter of the release was shipped with: its scope's
+    fingerprint differs from every shipping chapter's that rests on the scope. Such a record backs no page (each
+    page's runs are those of its chapter's fingerprints): ``make`` drops it, ``check`` reports it. A record
+    of a scope no chapter names, or without a scope, is kept."""
+    scope = record.get("scope")
+    shipped_with = {entry["fingerprints"][scope] for entry in chapters.values() if scope in entry["fingerprints"]}
+    return bool(shipped_with) and record.get("code_fingerprint") not in shipped_with
 
 
 def read_manifest(release: Path = RELEASE_DIR) -> dict[str, Any] | None:
@@ -286,9 +307,14 @@ def check(release: Path = RELEASE_DIR, complete: bool = True) -> list[str]:
         if _sha256(path) != digest:
             problems.append(f"record {rel} altered (SHA-256)")
             continue
-        record = json.loads(gzip.decompress(path.read_bytes()))
+        record = _read_record(path)
         if "checksum" in record and record["checksum"] != runs.checksum(record):
             problems.append(f"record {rel} is not whole (its checksum)")
+        elif _orphaned(record, manifest["chapters"]):
+            problems.append(
+                f"record {rel} was made by code no chapter of the release was shipped with (scope "
+                f"{record.get('scope')!r}): it backs no page; `release make` drops it"
+            )
     return problems
 
 
