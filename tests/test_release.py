@@ -135,7 +135,19 @@ def test_compare_records_and_verdicts(tmp_path):
     (b / "x.json").write_text(
         json.dumps({"metrics": {"m": 0.5 + release.TOLERANCE / 2, "n": 0.21, "train_samples_per_s": 900.0}})
     )
-    assert release.compare_records(a.parent, b.parent) == ["train/x n: release 0.2, re-made 0.21"]
+    assert release.compare_records(a.parent, b.parent) == (["train/x n: release 0.2, re-made 0.21"], 1)
+    # the loss history, step by step: the first step apart is named; a history of another length is a difference
+    history = [{"step": s, "loss": 3.0 - s, "loss_clip": 2.0} for s in range(3)]
+    (a / "y.json").write_text(json.dumps({"metrics": {}, "history": history}))
+    moved = [dict(h, loss_clip=2.001) if h["step"] >= 1 else h for h in history]
+    (b / "y.json").write_text(json.dumps({"metrics": {}, "history": moved}))
+    (a / "z.json").write_text(json.dumps({"metrics": {}, "history": history}))
+    (b / "z.json").write_text(json.dumps({"metrics": {}, "history": history[:2]}))
+    differences, compared = release.compare_records(a.parent, b.parent)
+    assert compared == 3 and differences[1:] == [
+        "train/y history at step 1: loss_clip release 2.0, re-made 2.001",
+        "train/z history: 3 logged steps in the release, 2 re-made",
+    ]
     _store_one_iclip_run()
     verdicts = release.verdicts(results_dir(), "laptop")
     assert set(verdicts) >= {"iclip", "protoclip"} and set(verdicts["iclip"].values()) == {"not run"}

@@ -21,7 +21,8 @@ never overwritten: installed pages carry the marker ``RELEASE_MARK`` in their me
 
 ``verify`` executes chapters' notebooks at the release's scale into a scratch store (``VLP_RESULTS_DIR``,
 ``VLP_CACHE_DIR`` and ``VLP_CHECKPOINT_DIR`` in a temporary folder: the release and the working store are never
-touched), then compares every metric of every run both have (``TOLERANCE``) and every claim's verdict, and reports
+touched), then compares every metric and every logged number of the loss history of every run both have
+(``TOLERANCE``) and every claim's verdict, and reports
 records of the release the re-make did not produce. Exit status 1 on any difference.
 """
 
@@ -375,24 +376,48 @@ def verdicts(store: Path, scale: str, accept_stale: bool = False) -> dict[str, d
         return {c.name: {line["id"]: line["verdict"] for line in c.claims(scale)} for c in paper_chapters()}
 
 
-def compare_records(release_store: Path, remade_store: Path, tolerance: float = TOLERANCE) -> list[str]:
-    """Differences between two stores' records of the same runs: a metric beyond ``tolerance`` (the machine's
-    speed, ``NOT_COMPARED``, is not a result); a run of the release the re-make lacks is not reported here
-    (``not_remade``)."""
-    out = []
+def _numbers_apart(a: Any, b: Any, tolerance: float) -> bool:
+    """Whether ``b`` is not the number ``a`` is to ``tolerance`` (a number that is gone or not a number is apart)."""
+    if isinstance(b, bool) or not isinstance(b, (int, float)):
+        return True
+    return abs(float(b) - float(a)) > tolerance
+
+
+def compare_records(release_store: Path, remade_store: Path, tolerance: float = TOLERANCE) -> tuple[list[str], int]:
+    """Differences between two stores' records of the same runs, and how many runs both have: every metric (the
+    machine's speed, ``NOT_COMPARED``, is not a result) and every logged number of the loss history, step by step,
+    beyond ``tolerance``; a history cut short or grown is a difference. A run of the release the re-make lacks is
+    not reported here (``not_remade``)."""
+    out, compared = [], 0
     for path in sorted(release_store.rglob("*.json")):
         other = remade_store / path.relative_to(release_store)
         if not other.exists():
             continue
+        compared += 1
         a, b = json.loads(path.read_text()), json.loads(other.read_text())
+        run = f"{path.parent.name}/{path.stem}"
         for key, value in a.get("metrics", {}).items():
-            if key in NOT_COMPARED:
-                continue
             new = b.get("metrics", {}).get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                if not isinstance(new, (int, float)) or abs(float(new) - float(value)) > tolerance:
-                    out.append(f"{path.parent.name}/{path.stem} {key}: release {value!r}, re-made {new!r}")
-    return out
+            if key not in NOT_COMPARED and _is_number(value) and _numbers_apart(value, new, tolerance):
+                out.append(f"{run} {key}: release {value!r}, re-made {new!r}")
+        history, remade = a.get("history", []), b.get("history", [])
+        if len(history) != len(remade):
+            out.append(f"{run} history: {len(history)} logged steps in the release, {len(remade)} re-made")
+            continue
+        for entry, new_entry in zip(history, remade):
+            apart = [k for k, v in entry.items() if _is_number(v) and _numbers_apart(v, new_entry.get(k), tolerance)]
+            if apart:  # the first step that differs says enough about a run
+                step = entry.get("step")
+                out.append(
+                    f"{run} history at step {step}: "
+                    + ", ".join(f"{k} release {entry[k]!r}, re-made {new_entry.get(k)!r}" for k in apart)
+                )
+                break
+    return out, compared
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def not_remade(release_store: Path, remade_store: Path, remade: set[str]) -> tuple[list[str], list[str]]:
@@ -427,7 +452,7 @@ def verify(names: Sequence[str], release: Path = RELEASE_DIR, keep: Path | None 
     with environment(**{key: str(scratch / sub) for key, sub in scratch_dirs.items()}):
         execute(select_notebooks(names), scale, executed_dir=scratch / "executed")
     release_store = unpack(release, scratch / "release")
-    differences = compare_records(release_store, scratch / "remade")
+    differences, compared = compare_records(release_store, scratch / "remade")
     remade = {c for c in (names or list(CHAPTERS)) if c in {p.name for p in paper_chapters()}}
     missing, unattributed = not_remade(release_store, scratch / "remade", remade)
     differences += missing
@@ -442,7 +467,6 @@ def verify(names: Sequence[str], release: Path = RELEASE_DIR, keep: Path | None 
         for claim, verdict in before[chapter].items():
             if after[chapter].get(claim) != verdict:
                 differences.append(f"claim {claim}: release {verdict!r}, re-made {after[chapter].get(claim)!r}")
-    compared = sum((scratch / "remade" / p.relative_to(release_store)).exists() for p in release_store.rglob("*.json"))
     judged = sum(len(before[chapter]) for chapter in remade)
     print(f"compared: {compared} records of the release re-made, {judged} verdicts judged again")
     return differences
