@@ -192,7 +192,7 @@ def make(
         written.add(key := target.relative_to(release).as_posix())
         manifest["records"][key] = _sha256(target)
     for key in sorted(set(manifest["records"]) - written):
-        if _orphaned(_read_record(release / key), manifest["chapters"]):
+        if (release / key).exists() and _orphaned(_read_record(release / key), manifest["chapters"]):
             (release / key).unlink(missing_ok=True)
             del manifest["records"][key]
     manifest["scale"] = scale
@@ -376,9 +376,13 @@ def verdicts(store: Path, scale: str, accept_stale: bool = False) -> dict[str, d
         return {c.name: {line["id"]: line["verdict"] for line in c.claims(scale)} for c in paper_chapters()}
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _numbers_apart(a: Any, b: Any, tolerance: float) -> bool:
     """Whether ``b`` is not the number ``a`` is to ``tolerance`` (a number that is gone or not a number is apart)."""
-    if isinstance(b, bool) or not isinstance(b, (int, float)):
+    if not _is_number(b):
         return True
     return abs(float(b) - float(a)) > tolerance
 
@@ -414,10 +418,6 @@ def compare_records(release_store: Path, remade_store: Path, tolerance: float = 
                 )
                 break
     return out, compared
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def not_remade(release_store: Path, remade_store: Path, remade: set[str]) -> tuple[list[str], list[str]]:
