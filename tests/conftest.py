@@ -79,10 +79,11 @@ def ddp_report():
 
 @dataclass
 class OneAndTwo:
-    """A config trained in one process (``one``, its record) and in two (``two``: the metrics rank 0 printed;
+    """``config`` trained in one process (``one``, its record) and in two (``two``: the metrics rank 0 printed;
     ``stored``: the record rank 0 wrote), each in stores of its own under ``folder`` (``one/``, ``two/``: ``results``
     and ``ckpt``)."""
 
+    config: RunConfig
     one: dict
     two: dict
     stored: dict
@@ -128,7 +129,7 @@ def one_and_two(tmp_path_factory) -> Callable[..., dict[str, OneAndTwo]]:
                 stored = experiment.stored(config)
             assert stored is not None, f"{name}: rank 0 wrote no record"
             metrics = json.loads((two / "metrics.json").read_text())
-            result[name] = OneAndTwo(ones[name], metrics, stored, folders[name])
+            result[name] = OneAndTwo(config, ones[name], metrics, stored, folders[name])
         return result
 
     return runs

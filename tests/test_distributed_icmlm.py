@@ -64,9 +64,8 @@ def runs(one_and_two):
 
 @pytest.mark.parametrize("method", list(CASES))
 def test_two_processes_match_one(runs, method, ddp_report):
-    overrides, read = CASES[method]
-    config = experiment.make_config("smoke", method, **overrides)
-    counts = counts_per_rank(config, read)
+    config = runs[method].config
+    counts = counts_per_rank(config, CASES[method][1])
     assert any(a != b for a, b in counts) and all(0 < a + b < config.train.batch_size for a, b in counts), counts
     one, two, stored = runs[method].one, runs[method].two, runs[method].stored
     assert stored["metrics"] == two  # rank 0 wrote the record
