@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -22,6 +23,19 @@ from vlp_lib.paths import REPO_ROOT
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+# Real image-text pairs (tests/data/openclipart: public-domain drawings with their authors' titles, an OpenCLIP CSV
+# and an image-folder task): every chapter notebook runs on them too, through the CSV path and a folder task only
+REAL = Path(__file__).resolve().parent / "data" / "openclipart"
+REAL_PARAMETERS = ["-p", "train_data", str(REAL / "pairs.csv"), "-y", f'eval_tasks: ["folder:{REAL / "categories"}"]']
+CLASS_DATA = ["-p", "class_data", f"folder:{REAL / 'categories' / 'train'}"]
+# a chapter notebook's own real inputs beside the pairs (the rest are chosen by default on real data)
+REAL_EXTRA: dict[str, list[str]] = {
+    "iclip_ratio": CLASS_DATA,
+    "iclip_unicl": CLASS_DATA,
+    "headtohead": CLASS_DATA,
+}
+REAL_NOTEBOOKS = [p for p in NOTEBOOKS if p.stem not in ("world_tour", "scorecard")]
+ON_REAL = "@real"  # the suffix of a real-data run's key in ``smoke_runs``
 
 
 def test_there_are_notebooks():
@@ -89,8 +103,9 @@ def test_pages_state_their_scale(path):
         assert "results=False" not in "".join(note["source"])
 
 
-def _smoke_run(path: Path, out: Path, env: dict[str, str]):
-    """``path`` executed at smoke scale into ``out`` by papermill in a process of its own; the executed notebook."""
+def _smoke_run(path: Path, out: Path, env: dict[str, str], parameters: Sequence[str] = ()):
+    """``path`` executed at smoke scale into ``out`` by papermill in a process of its own, with papermill's
+    ``parameters`` (``-p name value``, ``-y yaml``) after ``scale``; the executed notebook."""
     done = subprocess.run(
         [
             sys.executable,
@@ -106,27 +121,29 @@ def _smoke_run(path: Path, out: Path, env: dict[str, str]):
             "--cwd",
             str(path.parent),
             "--no-progress-bar",
+            *parameters,
         ],
         env=env,
         capture_output=True,
         text=True,
     )
     if done.returncode:
-        raise AssertionError(f"{path.name} failed at smoke scale:\n{done.stderr[-4000:]}")
+        raise AssertionError(f"{path.name} {' '.join(parameters)} failed at smoke scale:\n{done.stderr[-4000:]}")
     return nbformat.read(out, as_version=4)
 
 
 @pytest.fixture(scope="module")
 def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
-    """The selected notebooks executed at smoke scale, a future per notebook stem, as `make book` runs them: one
-    results store and checkpoint folder for all (the clustering, efficiency and scorecard pages load the runs
-    earlier ones stored), a chapter's notebooks in book order, one thread per kernel (``SMOKE_ENV``). Chapters
-    are independent (``pages.CHAPTERS``), so they run side by side, one kernel per core (at most 4); the scorecard
-    starts once every other notebook is done."""
+    """The selected notebooks executed at smoke scale, a future per notebook stem (``stem@real`` for a run on the
+    real pairs), as `make book` runs them: one results store and checkpoint folder for all (the clustering,
+    efficiency and scorecard pages load the runs earlier ones stored), a chapter's notebooks in book order, one
+    thread per kernel (``SMOKE_ENV``). Chapters are independent (``pages.CHAPTERS``), and a chapter on the real pairs
+    is another chain, so they run side by side, one kernel per core (at most 4); the scorecard starts once every
+    other notebook is done."""
     selected = {
-        item.callspec.params["path"].stem
+        item.callspec.params["path"].stem + (ON_REAL if item.originalname == "test_runs_on_real_pairs" else "")
         for item in request.session.items
-        if item.originalname == "test_runs_at_smoke_scale"
+        if item.originalname in ("test_runs_at_smoke_scale", "test_runs_on_real_pairs")
     }
     env = {
         **os.environ,
@@ -135,23 +152,29 @@ def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
         "VLP_CHECKPOINT_DIR": str(tmp_path_factory.mktemp("book_checkpoints")),
     }
     out_dir = tmp_path_factory.mktemp("executed")
-    futures: dict[str, Future] = {stem: Future() for stem in selected}
+    futures: dict[str, Future] = {key: Future() for key in selected}
 
-    def run_chain(stems: list[str], after: list[Future]) -> None:
+    def execute(key: str):
+        stem, real = key.removesuffix(ON_REAL), key.endswith(ON_REAL)
+        parameters = [*REAL_PARAMETERS, *REAL_EXTRA.get(stem, [])] if real else []
+        return _smoke_run(NOTEBOOK_DIR / f"{stem}.ipynb", out_dir / f"{key}.ipynb", env, parameters)
+
+    def run_chain(keys: list[str], after: list[Future]) -> None:
         wait(after)
-        for stem in stems:
+        for key in keys:
             try:
-                futures[stem].set_result(_smoke_run(NOTEBOOK_DIR / f"{stem}.ipynb", out_dir / f"{stem}.ipynb", env))
+                futures[key].set_result(execute(key))
             except BaseException as err:  # reported by that notebook's test; the chain goes on
-                futures[stem].set_exception(err)
+                futures[key].set_exception(err)
 
     chains = [
-        [nb for nb in notebooks if nb in selected]
+        [nb + suffix for nb in notebooks if nb + suffix in selected]
         for name, notebooks in pages.CHAPTERS.items()
         if name != pages.SCORECARD
+        for suffix in ("", ON_REAL)
     ]
-    chained = {nb for chain in chains for nb in chain} | {pages.SCORECARD}
-    chains = [chain for chain in chains if chain] + [[nb] for nb in sorted(selected - chained)]
+    chained = {key for chain in chains for key in chain} | {pages.SCORECARD}
+    chains = [chain for chain in chains if chain] + [[key] for key in sorted(selected - chained)]
     # the longest chains first (their notebook count standing in for their time: ProtoCLIP's five take about 130 s,
     # DIME-FM's three 95 s, a single notebook 10 to 35 s), so that no long chain starts last on an otherwise idle core
     chains.sort(key=len, reverse=True)
@@ -159,7 +182,8 @@ def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
     for chain in chains:
         pool.submit(run_chain, chain, [])
     if pages.SCORECARD in selected:  # submitted last: every chain has a worker before it waits for them
-        pool.submit(run_chain, [pages.SCORECARD], [futures[nb] for chain in chains for nb in chain])
+        world = [key for chain in chains for key in chain if not key.endswith(ON_REAL)]
+        pool.submit(run_chain, [pages.SCORECARD], [futures[key] for key in world])
     yield futures
     pool.shutdown(wait=True)
 
@@ -179,6 +203,23 @@ def test_runs_at_smoke_scale(path, smoke_runs):
         if out.get("output_type") == "stream"
     )
     assert "\r" not in streams and "it/s]" not in streams and "Tqdm" not in streams, "the page shows no progress bars"
+    figures = [
+        out["data"]
+        for cell in executed["cells"]
+        for out in cell.get("outputs", [])
+        if "<Figure size" in "".join(out.get("data", {}).get("text/plain", ""))
+    ]
+    assert all("image/png" in data for data in figures), "every displayed figure reaches the page as a PNG"
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("path", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_runs_on_real_pairs(path, smoke_runs):
+    """Every chapter notebook trains and judges on real image-text pairs (an OpenCLIP CSV) and an image-folder task,
+    end to end: the page names the data, and no claim reads a world metric the run does not have."""
+    executed = smoke_runs[path.stem + ON_REAL].result()
+    raw = json.dumps(executed)
+    assert "image-text pairs from `pairs.csv`" in raw, "the page names the real data it trained on"
     figures = [
         out["data"]
         for cell in executed["cells"]

@@ -593,6 +593,7 @@ def judge(
     the rows whose variance is pooled (``report.POOLING_RULE``; default every row of ``results``)."""
     line = blank_line(claim, paper)
     if claim.kind == "not_run":
+        line["book_value"] = f"not run: {claim.reason}" if claim.reason else ""
         return line
     if claim.kind == "every_draw":
         if checks is None or claim.check is None or claim.check not in checks:
