@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# (script, arguments): sized so that the whole of `make bench` takes about 10 minutes on 2 cores
+# (script, arguments): sized so that the whole of `make bench` takes about 12 minutes on 2 cores
 SCRIPTS = [
     ("bench_recipe.py", ["--seconds", "60"]),  # recipe_gain, train_samples_per_s, mfu of the laptop recipe
     ("bench_overheads.py", []),  # trainer_overhead, protoclip_overhead, kmeans_share
@@ -18,6 +18,8 @@ SCRIPTS = [
     ("bench_train.py", ["--pairs", "1024", "--presets", "rn-tiny"]),
     ("bench_world.py", []),
     ("bench_scale.py", ["--steps", "10"]),  # samples_per_s and mfu of the whole trainer step (any device)
+    ("bench_real.py", ["--steps", "32", "--repeats", "5"]),  # real_over_world: the committed CSV against the world
+    ("bench_openclip.py", ["--steps", "30", "--repeats", "5"]),  # trainer_over_openclip: open_clip_train's loop
 ]
 HEADLINE = (
     "recipe_gain",
@@ -27,6 +29,8 @@ HEADLINE = (
     "protoclip_overhead",
     "kmeans_share",
     "pbt_speedup",
+    "real_over_world",
+    "trainer_over_openclip",
 )
 
 

@@ -102,8 +102,10 @@ def main(root: Path) -> None:
         writer.writerows(rows)
     (OUT / "unpaired_captions.txt").write_text("\n".join(c.replace("\n", " ") for c in unpaired) + "\n")
     counts = {c: len(d) for c, d in taken.items()}
-    print(f"{len(rows)} pairs, folder task of {len(CATEGORIES)} categories, {len(unpaired)} unpaired captions; "
-          f"per category {counts}; {skipped} drawings did not render")
+    print(
+        f"{len(rows)} pairs, folder task of {len(CATEGORIES)} categories, {len(unpaired)} unpaired captions; "
+        f"per category {counts}; {skipped} drawings did not render"
+    )
 
 
 if __name__ == "__main__":
