@@ -163,9 +163,6 @@ def describe(config: Any, inputs: dict[str, str] | None = None) -> str:
         else f"`{t}`"
         for t in config.eval.tasks
     )
-    lines = [f"**Data.** Trained on {data}; evaluated on {tasks}."]
-    if not is_world(config):
-        lines.append(HEADLINE_RULE)
-    for name, source in (inputs or {}).items():
-        lines.append(f"- {name}: {source}")
-    return "\n\n".join(lines[:2]) + ("\n\n" + "\n".join(lines[2:]) if len(lines) > 2 else "")
+    head = [f"**Data.** Trained on {data}; evaluated on {tasks}."] + ([] if is_world(config) else [HEADLINE_RULE])
+    items = [f"- {name}: {source}" for name, source in (inputs or {}).items()]
+    return "\n\n".join(head + (["\n".join(items)] if items else []))

