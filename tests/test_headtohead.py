@@ -253,3 +253,49 @@ def test_the_page_says_when_clip_has_barely_learned(monkeypatch):
     monkeypatch.setattr(experiment, "stored", lambda config: baseline)
     text = chapter.learning_check(results([0.14, 0.16]), "laptop")
     assert "60.0% (its probes train on 5,000 images" in text and "about 25% of the baseline's gain" in text
+
+
+REAL = Path(__file__).resolve().parent / "data" / "openclipart"
+REAL_TASK = f"folder:{REAL / 'categories'}"
+
+
+def test_on_real_pairs_every_variant_that_can_run_gets_a_config_on_them():
+    data = chapter.check_data(str(REAL / "pairs.csv"), [REAL_TASK])
+    left_out = chapter.skipped(list(VARIANTS), data)
+    # without class data iCLIP and UniCL cannot run, nor the ROI terms without boxes: each says why
+    assert set(left_out) == {"pyramidclip", "iclip", "unicl"} and all(left_out.values())
+    sizes = chapter.sizes_on("smoke", data)
+    assert sizes["train_size"] == 512 and sizes["episode_size"] % sizes["batch_size"] == 0
+    for name in set(VARIANTS) - set(left_out):
+        config = chapter.config(chapter.run_of(name, chapter.unit_episodes("smoke", data)), "smoke", 0, data)
+        assert config.train_data == str(REAL / "pairs.csv") and list(config.eval.tasks) == [REAL_TASK]
+    with_classes = chapter.check_data(str(REAL / "pairs.csv"), [REAL_TASK], f"folder:{REAL / 'categories' / 'train'}")
+    assert set(chapter.skipped(list(VARIANTS), with_classes)) == {"pyramidclip"}
+
+
+def test_on_real_pairs_the_claims_read_the_headline_task_or_say_why_not():
+    data = chapter.check_data(str(REAL / "pairs.csv"), [REAL_TASK])
+    claims = {c.id: c for c in chapter.claims_on("smoke", data)}
+    assert claims["H_protoclip_samples"].metric == "categories/linear"
+    assert "linear probe on categories" in claims["H_protoclip_samples"].text
+    assert claims["H_iclip_samples"].kind == "not_run" and "class_data" in claims["H_iclip_samples"].reason
+    assert chapter.claims_on("smoke") == chapter.CLAIMS  # the world's claims unchanged
+    assert list(chapter.metrics_on("smoke", data)) == [
+        "categories/linear",
+        "categories/knn",
+        "categories/zeroshot_top1",
+    ]
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (("missing.csv",), "train_data: no such CSV file"),
+        (("world", ["folder:/nonexistent"]), "eval_tasks"),
+        (("world", None, "cats"), "class_data must be"),
+        (("world", None, "folder:/nonexistent"), "class_data"),
+    ],
+)
+def test_bad_data_parameters_are_refused_before_compute(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        chapter.check_data(*arguments)

@@ -33,8 +33,30 @@ REAL_EXTRA: dict[str, list[str]] = {
     "iclip_ratio": CLASS_DATA,
     "iclip_unicl": CLASS_DATA,
     "headtohead": CLASS_DATA,
+    # the mission's command on a user's pairs: an episode larger than the data is the whole data each episode
+    "protoclip_ablation": ["-p", "episode_size", "1000"],
 }
-REAL_NOTEBOOKS = [p for p in NOTEBOOKS if p.stem not in ("world_tour", "scorecard")]
+# the pages that do not take train_data yet (issue 37 stays open for them)
+NOT_ON_REAL_PAIRS_YET = {
+    "dimefm_components": "DIME-FM's components page does not take train_data yet",
+    "dimefm_coverage": "DIME-FM's coverage page (held-out world concepts) does not take train_data yet",
+}
+# `make test` runs two of them on the real pairs, the baseline and the mission's command (the ProtoCLIP ablation on a
+# user's pairs); the others, minutes each at smoke scale, run in `make test-real` (marker `real_pairs`), so that
+# `make test` stays within its 8 minutes
+IN_MAKE_TEST = ("clip_baseline", "protoclip_ablation")
+REAL_NOTEBOOKS = [
+    pytest.param(
+        p,
+        marks=[
+            *(() if p.stem in IN_MAKE_TEST else (pytest.mark.real_pairs,)),
+            *((pytest.mark.skip(reason=NOT_ON_REAL_PAIRS_YET[p.stem]),) if p.stem in NOT_ON_REAL_PAIRS_YET else ()),
+        ],
+        id=p.stem,
+    )
+    for p in NOTEBOOKS
+    if p.stem not in ("world_tour", "scorecard")
+]
 ON_REAL = "@real"  # the suffix of a real-data run's key in ``smoke_runs``
 
 
@@ -213,7 +235,7 @@ def test_runs_at_smoke_scale(path, smoke_runs):
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("path", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", REAL_NOTEBOOKS)
 def test_runs_on_real_pairs(path, smoke_runs):
     """Every chapter notebook trains and judges on real image-text pairs (an OpenCLIP CSV) and an image-folder task,
     end to end: the page names the data, and no claim reads a world metric the run does not have."""

@@ -43,6 +43,11 @@ difference over the loss history 5e-7 (L_CLIP 4e-7, L_cls 2e-7, gradient norm 1e
 ``class_set="batch"``, ``text_negatives`` and its own temperature at r = 0.625 (12 | 3 class images, 0 | 9 pairs)
 3e-6 (L_CLIP 1e-6, L_cls 2e-6); UniCL 5e-7; the temperatures equal, accuracies and recalls equal, the modality gaps
 within 2e-7. In one process the losses are bit for bit those computed before.
+
+Real class data (``class_data={"folder": PATH}``, ``papers.iclip.classes``): the labels are the class folders'
+indices, iCLIP's class texts carry WordNet glosses (``papers.iclip.wordnet``) and UniCL's prompts CLIP's ImageNet
+templates; the run needs real text (``tokenizer="bpe"``), and ``context_length`` is checked against the texts as
+that tokenizer counts them. On the world's class data every number is the one computed before.
 """
 
 from __future__ import annotations
@@ -69,12 +74,18 @@ from vlp_lib.models import clamp_logit_scale_
 from vlp_lib.papers.iclip.classes import (
     CLASS_TEMPLATES,
     DEFAULT_TEXT_FORMAT,
+    REAL_TEMPLATES,
+    bpe_tokenizer,
     check_class_data,
     check_shapes,
     check_text_format,
     class_data,
+    class_names,
     class_texts,
     context_needed,
+    folder_class_texts,
+    is_folder,
+    parse_class_data,
 )
 from vlp_lib.papers.iclip.loss import class_text_contrast, local_clip_loss, unicl_loss
 
@@ -125,16 +136,19 @@ def check_choices(class_set: Any, temperature: Any, text_negatives: Any) -> None
 @dataclass(frozen=True)
 class ClassMixingArgs(MethodArgs):
     """UniCL's arguments (and what iCLIP shares): ``ratio`` r, the share of class rows per batch, and ``class_data``,
-    the class-only data's spec ``{"n": images, "seed": int, "shapes": [...]}`` (``classes.check_class_data``;
-    required when r > 0, kept as given: it is part of the run's key)."""
+    the class-only data's spec ``{"n": images, "seed": int, "shapes": [...]}`` or, real class data,
+    ``{"folder": PATH}`` (``classes.check_class_data``; required when r > 0, kept as given: it is part of the run's
+    key; ``"folder:PATH"`` is stored as ``classes.parse_class_data`` reads it)."""
 
     method: ClassVar[str] = "unicl"
 
     ratio: float = 0.5
-    class_data: Mapping[str, Any] | None = None
+    class_data: Mapping[str, Any] | str | None = None
 
     def __post_init__(self) -> None:
         ratio = check_ratio(self.ratio)
+        if isinstance(self.class_data, str):  # "folder:PATH": its record form, {"folder": the absolute class root}
+            object.__setattr__(self, "class_data", parse_class_data(self.class_data))
         if self.class_data is not None:
             check_class_data(self.class_data)
         elif ratio > 0:
@@ -144,8 +158,12 @@ class ClassMixingArgs(MethodArgs):
             )
 
     def shapes(self) -> list[str] | None:
-        """The class data's shapes (``None``: all of ``vocab.SHAPES``, also without class data)."""
-        return None if self.class_data is None else check_class_data(self.class_data)["shapes"]
+        """The class data's shapes (``None``: all of ``vocab.SHAPES``, also without class data or with a folder's)."""
+        return None if self.class_data is None else check_class_data(self.class_data).get("shapes")
+
+    def folder(self) -> bool:
+        """Whether the class data is real (a folder of class-labelled images)."""
+        return is_folder(self.class_data)
 
 
 @dataclass(frozen=True)
@@ -175,7 +193,10 @@ class ICLIPArgs(ClassMixingArgs):
         self.texts()  # definitions, template
 
     def texts(self) -> list[str]:
-        """The class texts (``classes.class_texts``) of the class data's shapes."""
+        """The class texts (``classes.class_texts``) of the class data's shapes, or of a folder's classes with their
+        WordNet glosses (``classes.folder_class_texts``), in label order."""
+        if self.folder():
+            return folder_class_texts(self.class_data, self.definitions, self.template, self.text_format)
         return class_texts(self.shapes(), self.definitions, self.template, self.text_format)
 
 
@@ -206,6 +227,9 @@ class ClassMixing(Method):
             class_source.check_extra("class_label")
         self.class_source = class_source
         self.required_extras = ("class_label",) if self.ratio > 0 else ()
+        # labels 0 .. n_labels - 1 (the world's shape ids, or a folder's classes)
+        labels = class_source.extra["class_label"] if class_source is not None else np.zeros(0, np.int64)
+        self.n_labels = int(np.max(labels)) + 1 if len(labels) else 0
 
     @classmethod
     def texts(cls, args: ClassMixingArgs) -> list[str]:
@@ -221,7 +245,15 @@ class ClassMixing(Method):
         if ratio == 0:
             return
         spec = check_class_data(args.class_data)
-        if config.train_data == "world" and spec["seed"] == config.world_seed:
+        tokenizer = None
+        if is_folder(spec):
+            if config.tokenizer != "bpe":
+                raise ValueError(
+                    "class_data: a folder's class names are real words, which the world's word tokenizer reads as "
+                    "<unk>: real class data needs tokenizer='bpe' (the default for real train_data)"
+                )
+            tokenizer = bpe_tokenizer()  # make_tokenizer's, which counts the same tokens
+        elif config.train_data == "world" and spec["seed"] == config.world_seed:
             raise ValueError(
                 f"class_data seed ({spec['seed']}) must differ from world_seed: the class-only world "
                 f"needs its own random draws"
@@ -232,7 +264,7 @@ class ClassMixing(Method):
                 f"ratio {ratio} gives {rows} class rows in a batch of {batch}: r > 0 needs at least one "
                 f"class row, r < 1 at least one image-text pair"
             )
-        needed = context_needed(cls.texts(args))
+        needed = context_needed(cls.texts(args), tokenizer)
         if needed > config.context_length:
             raise ValueError(
                 f"context_length ({config.context_length}) would truncate the {cls.name} class texts: "
@@ -272,6 +304,8 @@ class ICLIP(ClassMixing):
         class_tokens: the class texts' token ids ``[C, context_length]``, one row per class of ``class_shapes``
             (``arguments`` builds them from ``definitions``, ``template`` and ``text_format``).
         class_shapes: the class names in the order of ``class_tokens`` (default: all of ``vocab.SHAPES``).
+        label_names: the label space of ``class_label`` (default: ``vocab.SHAPES``; a folder's classes for real
+            class data, every one with a class text).
         class_set: "all" (every class in the softmax; 24 texts cost nothing) or "batch" (the batch's classes).
         temperature: "shared" (CLIP's ``logit_scale``) or "separate" (a learnable scale of L_cls's own).
         text_negatives: the pair rows' alt-texts join the class texts as negatives of the class images.
@@ -297,19 +331,22 @@ class ICLIP(ClassMixing):
         temperature: str = ICLIPArgs.temperature,
         text_negatives: bool = ICLIPArgs.text_negatives,
         weights: Mapping[str, float] | None = None,
+        label_names: Sequence[str] | None = None,
     ) -> None:
         super().__init__(ratio, class_source)
         check_choices(class_set, temperature, text_negatives)
         self.class_set, self.temperature, self.text_negatives = class_set, temperature, text_negatives
         self.weights = check_weights({} if weights is None else dict(weights))
-        shapes = check_shapes(class_shapes)
+        labels = list(vocab.SHAPES) if label_names is None else list(label_names)
+        shapes = check_shapes(class_shapes) if label_names is None else labels
         if self.ratio > 0 and (class_tokens is None or len(class_tokens) != len(shapes)):
             raise ValueError(
                 f"class_tokens: ratio > 0 needs the token ids of one class text per class "
                 f"({len(shapes)}), got {None if class_tokens is None else tuple(class_tokens.shape)}"
             )
-        position = torch.full((len(vocab.SHAPES),), -1, dtype=torch.long)  # shape id -> row of class_tokens
-        position[[vocab.SHAPES.index(s) for s in shapes]] = torch.arange(len(shapes))
+        position = torch.full((len(labels),), -1, dtype=torch.long)  # label (shape id) -> row of class_tokens
+        label_of = {name: i for i, name in enumerate(labels)}
+        position[[label_of[s] for s in shapes]] = torch.arange(len(shapes))
         self.register_buffer("class_position", position, persistent=False)
         tokens = torch.zeros(0, 1, dtype=torch.long) if class_tokens is None else class_tokens.long()
         self.register_buffer("class_tokens", tokens, persistent=False)
@@ -328,10 +365,11 @@ class ICLIP(ClassMixing):
         for key in ("definitions", "template", "text_format"):
             kwargs.pop(key, None)
         if kwargs.get("class_source") is not None:
-            kwargs.update(
-                class_tokens=tokenize_all(context.tokenizer, iclip_args.texts()),
-                class_shapes=check_shapes(iclip_args.shapes()),
-            )
+            kwargs["class_tokens"] = tokenize_all(context.tokenizer, iclip_args.texts())
+            if iclip_args.folder():
+                kwargs["label_names"] = class_names(iclip_args.class_data)
+            else:
+                kwargs["class_shapes"] = check_shapes(iclip_args.shapes())
         return kwargs
 
     def loss(self, model: Any, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:  # open_clip CLIP (duck-typed)
@@ -394,8 +432,8 @@ class ICLIP(ClassMixing):
 class UniCL(ClassMixing):
     """UniCL: ``papers.iclip.loss.unicl_loss`` over the merged batch. A class row's text is its image's random prompt of
     the class name (``papers.iclip.classes.class_prompt``: a template drawn per image, no definition) and its label the
-    shape id; a pair's label is its own (``len(vocab.SHAPES)`` + its data index), so pairs have no other
-    positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing`` (a run config sets ``ClassMixingArgs``). Across
+    shape id (a folder's class index for real class data); a pair's label is its own (``len(vocab.SHAPES)``, or the
+    number of classes when larger, + its data index), so pairs have no other positive. Args: ``ratio`` and ``class_source`` as ``ClassMixing`` (a run config sets ``ClassMixingArgs``). Across
     processes: 2 gloo processes match one within 5e-7 on the loss history (the module docstring)."""
 
     name = "unicl"
@@ -405,11 +443,15 @@ class UniCL(ClassMixing):
     @classmethod
     def texts(cls, args: ClassMixingArgs) -> list[str]:
         """Every prompt a class image's caption can be."""
+        if args.folder():
+            return [t.format(s) for t in REAL_TEMPLATES for s in class_names(args.class_data)]
         return [t.format(s) for t in CLASS_TEMPLATES for s in check_shapes(args.shapes())]
 
     def labels(self, batch: Batch) -> torch.Tensor:
-        """Each row's label: the shape id of a class image, ``len(vocab.SHAPES)`` + data index for a pair."""
-        own = torch.as_tensor(len(vocab.SHAPES) + np.asarray(batch.indices, np.int64))
+        """Each row's label: the shape id (class index) of a class image, ``len(vocab.SHAPES)`` (or the number of
+        classes, when larger) + data index for a pair."""
+        offset = max(len(vocab.SHAPES), self.n_labels)
+        own = torch.as_tensor(offset + np.asarray(batch.indices, np.int64))
         class_rows, _ = split_rows(batch)
         if len(class_rows):
             label = torch.as_tensor(batch.side("class_label"))

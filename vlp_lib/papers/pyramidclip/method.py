@@ -33,10 +33,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vlp_lib.data.paired import tokenize_all
+from vlp_lib.data.paired import PairedData, tokenize_all
 from vlp_lib.losses.soft import soft_info_nce
 from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Method, MethodContext
+from vlp_lib.papers.pyramidclip import real_data
 from vlp_lib.papers.pyramidclip.summaries import summarize_all
 
 # (image input, text input) of each term (§3.4); "clip" is Table 6's L_CLIP row
@@ -48,8 +49,9 @@ TERMS: dict[str, tuple[str, str]] = {
     "clip": ("global", "caption"),
 }
 FULL_WEIGHTS = {"gs": 0.25, "lt": 0.25, "rs": 0.25, "rt": 0.25}  # Eq. 6 with lambda = mu = gamma = 0.25
-# T_S: the extractive stand-in for T5 (``papers.pyramidclip.summaries``), or the world's clean summaries (an upper-bound control)
-Summary = Literal["extractive", "oracle"]
+# T_S: the extractive stand-in for T5 (``papers.pyramidclip.summaries``), or the world's clean summaries (an upper-bound
+# control); on data of your own, a CSV's summary column or each caption's noun phrases (``papers.pyramidclip.real_data``)
+Summary = Literal["extractive", "oracle", "column", "noun_phrases"]
 SUMMARIES: tuple[str, ...] = get_args(Summary)
 # the frozen object detector behind R: the world's crop CNN (VinVL's stand-in), or its untrained control
 Detector = Literal["trained", "untrained"]
@@ -94,7 +96,9 @@ class PyramidCLIPArgs(MethodArgs):
     default ``FULL_WEIGHTS``), the label smoothing ``alpha`` (Eq. 3-4, in [0, 1)), ``literal`` (Eq. 3 as written,
     ``losses.soft.smoothed_targets``), the summaries T_S (``summary``: ``SUMMARIES``), the frozen detector behind R
     (``detector``: ``DETECTORS``; ``detector_images``: the size of its training world, ``None``: the detector's
-    default, else >= 50) and ``vit_ls`` (the first block of a ViT's ROI path, ``None``: 3/4 of the blocks)."""
+    default, else >= 50), ``vit_ls`` (the first block of a ViT's ROI path, ``None``: 3/4 of the blocks) and, on
+    data of your own, ``regions``: the JSON file of each image's boxes behind R (``real_data``; the world has its
+    own boxes)."""
 
     method: ClassVar[str] = "pyramidclip"
 
@@ -105,6 +109,7 @@ class PyramidCLIPArgs(MethodArgs):
     detector: Detector = "trained"
     detector_images: int | None = None
     vit_ls: int | None = None
+    regions: str | None = None
 
     def __post_init__(self) -> None:
         check_weights(self.weights)
@@ -193,6 +198,16 @@ class RoiEncoder(nn.Module):
         return visual.ln_post(x[:, 0]) @ visual.proj
 
 
+def summary_texts(summary: str, data: PairedData, config: Any) -> list[str]:
+    """T_S of every training pair: ``summarize_all`` of the captions ("extractive"), the world's clean summaries
+    ("oracle"), or on data of your own the CSV's summary column or the captions' noun phrases (``real_data``)."""
+    if summary == "extractive":
+        return summarize_all(data.captions)
+    if summary == "oracle":
+        return list(data.extra["summaries"])
+    return real_data.summaries(summary, data, config.train_data, config.image_size).texts
+
+
 class PyramidCLIP(Method):
     """Eq. 6 over the terms of ``weights`` (``TERMS``; default ``FULL_WEIGHTS``), each a softened InfoNCE with
     ``alpha`` (Eq. 3-5; ``literal`` reads Eq. 3 as written, see ``losses.soft.smoothed_targets``).
@@ -226,14 +241,24 @@ class PyramidCLIP(Method):
         self.views = ("local",) if any(TERMS[t][0] == "local" for t in self.weights) else ()
 
     @classmethod
+    def check_config(cls, config: Any) -> None:
+        """What the run reads beside the pairs, before any compute (``real_data.check_inputs``): on data of your own
+        a summariser that works on it and, for the relation terms, a regions file naming only its images."""
+        args = cast(PyramidCLIPArgs, config.method_args)
+        weights = check_weights(args.weights)
+        real_data.check_inputs(
+            config.train_data, args.summary, args.regions, uses_summaries(weights), uses_rois(weights)
+        )
+
+    @classmethod
     def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
-        """Side data from the training pairs: T_S tokens (``summary``: extractive from each caption, or the world's
-        clean summaries) for the summary terms; the detector's ROI sequence of every image (``detector``:
-        trained or untrained crop CNN on the world's boxes, ``vlp_lib.papers.pyramidclip.detector``) and the image tower for the
-        relation terms."""
+        """Side data from the training pairs: T_S tokens (``summary``: ``summary_texts``) for the summary terms; the
+        detector's ROI sequence of every image (``detector``: trained or untrained crop CNN on the world's boxes, or
+        on data of your own on the boxes of ``regions``: ``vlp_lib.papers.pyramidclip.detector``, ``real_data``) and
+        the image tower for the relation terms."""
         pyramid_args = cast(PyramidCLIPArgs, args)
         kwargs = args.kwargs()
-        for key in ("summary", "detector", "detector_images"):  # side data only, not the constructor's
+        for key in ("summary", "detector", "detector_images", "regions"):  # side data only, not the constructor's
             kwargs.pop(key)
         summary, detector = pyramid_args.summary, pyramid_args.detector
         detector_images = pyramid_args.detector_images
@@ -241,7 +266,7 @@ class PyramidCLIP(Method):
         weights = check_weights(pyramid_args.weights)
         data = context.data
         if uses_summaries(weights):
-            texts = summarize_all(data.captions) if summary == "extractive" else list(data.extra["summaries"])
+            texts = summary_texts(summary, data, context.config)
             data.extra["summary_tokens"] = tokenize_all(context.tokenizer, texts)
         if uses_rois(weights):
             from vlp_lib.papers.pyramidclip.detector import (  # late: only runs with the ROI terms
@@ -250,15 +275,22 @@ class PyramidCLIP(Method):
                 roi_features,
             )
 
-            if "boxes" not in data.extra:
-                raise ValueError("detector: the relation terms need each image's object boxes (the generated world)")
+            max_rois: dict[str, Any] = {}  # roi_features' keywords: its default on the world (at most 3 objects)
+            if "boxes" in data.extra:  # the generated world's objects
+                boxes = data.extra["boxes"]
+            elif pyramid_args.regions is not None:  # data of your own: a detector's boxes from a regions file
+                config = context.config
+                given = real_data.region_boxes(pyramid_args.regions, config.train_data, data, config.image_size)
+                boxes, max_rois["max_rois"] = given.boxes, real_data.ROI_SLOTS
+            else:
+                raise ValueError("regions: the relation terms need each image's boxes (the world's, or a regions file)")
             sizes: dict[str, Any] = (  # load_detector's keywords
                 {}
                 if detector_images is None
                 else {"train_images": detector_images, "test_images": max(100, detector_images // 6)}
             )
             found = load_detector(trained=detector == "trained", **sizes)
-            rois, mask = roi_features(data.images, found, boxes=data.extra["boxes"])
+            rois, mask = roi_features(data.images, found, boxes=boxes, **max_rois)
             data.extra["rois"], data.extra["roi_mask"] = torch.from_numpy(rois), torch.from_numpy(mask)
             kwargs.update(visual=context.model.visual, roi_dim=ROI_DIM)
         return kwargs

@@ -31,18 +31,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment
+from vlp_lib.book import data as book_data
 from vlp_lib.book.claims import Claim, judge_stored, our_chance
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import fmt, mean_std, paired_test, record_differences, seed_values
 from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data import folder_tasks, real
 from vlp_lib.data.tokenizer import DEFAULT_CONTEXT_LENGTH
 from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
@@ -385,10 +388,96 @@ class Run:
         return f"{VARIANTS[self.variant].label}, {self.episodes + self.init_episodes} episodes"
 
 
-def unit_episodes(scale: str) -> int:
+@dataclass(frozen=True)
+class Data:
+    """What every variant trains and is evaluated on (the notebook's ``train_data``, ``eval_tasks`` and
+    ``class_data``): the generated world (``WORLD``, the chapter's own setting) or the reader's pairs, an OpenCLIP CSV
+    or WebDataset shards (``data.real``), with image-folder tasks and, for iCLIP and UniCL, class-labelled images
+    (``class_data="folder:PATH"``: ``PATH/<class>/*``)."""
+
+    train_data: str = "world"
+    eval_tasks: tuple[str, ...] | None = None
+    class_data: str = "world"
+
+    @property
+    def is_world(self) -> bool:
+        return real.is_world(self.train_data)
+
+
+WORLD = Data()
+
+
+def check_data(train_data: Any, eval_tasks: Any = None, class_data: Any = "world") -> Data:
+    """The notebook's data parameters as a ``Data``; ``ValueError`` naming the parameter before any compute (a
+    source that does not read, a folder task without both splits, class data that is not a folder of classes)."""
+    if not isinstance(train_data, str) or not train_data:
+        raise ValueError(f"train_data must be 'world' or a path, got {train_data!r}")
+    if not real.is_world(train_data):
+        real.check_source(train_data)
+    tasks = None if eval_tasks is None else tuple(as_list("eval_tasks", eval_tasks))
+    for name in tasks or ():
+        if folder_tasks.is_folder_task(name):
+            folder_tasks.check_folder_task(name)
+    if not isinstance(class_data, str) or not (class_data == "world" or folder_tasks.is_folder_task(class_data)):
+        raise ValueError(f"class_data must be 'world' or 'folder:PATH' (class-labelled images), got {class_data!r}")
+    if class_data != "world":
+        root = Path(class_data[len(folder_tasks.PREFIX) :]).expanduser()
+        classes = [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+        if len(classes) < 2:
+            raise ValueError(
+                f"class_data: {class_data!r} needs a folder of at least two class folders ({root}/<class>/*)"
+            )
+    train_data = train_data if real.is_world(train_data) else str(Path(train_data).expanduser().resolve())
+    return Data(train_data, tasks, class_data)
+
+
+def _has_summary_column(train_data: str) -> bool:
+    """Whether ``train_data`` is a CSV with a ``summary`` column (PyramidCLIP's T_S, read by its paper's code: this
+    folder imports no paper); shards have none."""
+    path = Path(train_data)
+    if path.suffix.lower() not in (".csv", ".tsv"):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        header = f.readline().rstrip("\n")
+    return "summary" in [h.strip() for h in header.split("\t" if "\t" in header else ",")]
+
+
+def skipped(variants: Sequence[str], data: Data = WORLD) -> dict[str, str]:
+    """``{variant: why it cannot run}`` for the ``variants`` whose extra input ``data`` lacks (nothing on the world):
+    the ROI terms need the world's object boxes (the chapter takes no regions file), iCLIP and UniCL need class data
+    beside real pairs."""
+    if data.is_world:
+        return {}
+    out = {}
+    for v in variants:
+        variant = VARIANTS[v]
+        kwargs = dict(variant.kwargs)
+        if variant.method == "pyramidclip" and "rs" in dict(kwargs["weights"]):
+            out[v] = "its ROI terms need each image's object boxes from a detector: real pairs have none here"
+        elif variant.method in ("iclip", "unicl") and data.class_data == "world":
+            out[v] = "it needs class-labelled images beside the real pairs: pass class_data='folder:PATH'"
+    return out
+
+
+def sizes_on(scale: str, data: Data = WORLD) -> dict[str, Any]:
+    """The chapter's sizes at ``scale`` on ``data``: on real pairs the pairs' count (``data.real.count_pairs``), and an
+    episode of the same share of them as on the world, in whole batches."""
+    sizes = dict(CHAPTER_SCALES[scale])
+    if not data.is_world:
+        count = real.count_pairs(data.train_data)
+        batch = int(sizes["batch_size"])
+        share = sizes["episode_size"] / sizes["train_size"]
+        sizes["train_size"] = count
+        sizes["episode_size"] = min(count - count % batch, max(batch, batch * round(share * count / batch)))
+        if sizes["episode_size"] < batch:
+            raise ValueError(f"train_data: {count} pairs are fewer than one batch ({batch}) at scale {scale!r}")
+    return sizes
+
+
+def unit_episodes(scale: str, data: Data = WORLD) -> int:
     """The equal-samples amount in episodes: ``unit_epochs`` of the pairs."""
-    sizes = CHAPTER_SCALES[scale]
-    return int(round(sizes["unit_epochs"] * sizes["train_size"] / sizes["episode_size"]))
+    sizes = sizes_on(scale, data)
+    return max(1, int(round(sizes["unit_epochs"] * sizes["train_size"] / sizes["episode_size"])))
 
 
 def split_icmlm(episodes: int) -> tuple[int, int]:
@@ -406,17 +495,25 @@ def run_of(variant: str, episodes: int) -> Run:
     return Run(variant, max(1, episodes))
 
 
-def config(run: Run, scale: str = "laptop", seed: int = 0) -> RunConfig:
-    """The validated run config of ``run`` (``experiment.make_config``; ``ValueError`` before any compute). An ICMLM
-    run's ``init`` is the config of TP_Postag trained ``init_episodes`` at the same scale and seed."""
+def config(run: Run, scale: str = "laptop", seed: int = 0, data: Data = WORLD) -> RunConfig:
+    """The validated run config of ``run`` on ``data`` (``experiment.make_config``; ``ValueError`` before any
+    compute). An ICMLM run's ``init`` is the config of TP_Postag trained ``init_episodes`` at the same scale and
+    seed."""
     scale_defaults(scale)
-    sizes = CHAPTER_SCALES[scale]
+    sizes = sizes_on(scale, data)
     variant = VARIANTS[run.variant]
     kwargs = variant.method_kwargs(sizes)
     if variant.method == "icmlm":
-        kwargs["init"] = config(Run("tp_postag", run.init_episodes), scale, seed)
+        kwargs["init"] = config(Run("tp_postag", run.init_episodes), scale, seed, data)
+    if variant.method in ("iclip", "unicl") and data.class_data != "world":
+        kwargs["class_data"] = data.class_data
+    if variant.method == "icmlm" and not data.is_world:  # its frozen LM is MiniLM on real captions: no world-LM sizes
+        kwargs.pop("lm", None)
+    if variant.method == "pyramidclip" and not data.is_world:  # T_S of real captions: the CSV's, else noun phrases
+        kwargs["summary"] = "column" if _has_summary_column(data.train_data) else "noun_phrases"
     episode, batch = sizes["episode_size"], sizes["batch_size"]
     steps = run.episodes * (episode // batch)
+    on_data = {} if data.is_world else {"train_data": data.train_data}
     return experiment.make_config(
         scale,
         method=variant.method,
@@ -434,8 +531,9 @@ def config(run: Run, scale: str = "laptop", seed: int = 0) -> RunConfig:
         task_train=sizes["task_train"],
         task_test=sizes["task_test"],
         retrieval_images=sizes["retrieval_images"],
-        eval_tasks=EVAL_TASKS,
+        eval_tasks=list(data.eval_tasks) if data.eval_tasks is not None else EVAL_TASKS,
         method_kwargs=kwargs,
+        **on_data,
     )
 
 
@@ -510,15 +608,15 @@ def calibrate(samples_records: Mapping[str, Sequence[Mapping[str, Any]]]) -> Cal
     return Calibration(per_sample, clip_seconds)
 
 
-def resolve(row: Row, scale: str, calibration: Calibration | None) -> Run | None:
-    """The run ``row`` stands for at ``scale``: equal samples directly, equal seconds through ``calibration``
-    (``None`` when it is missing or lacks the variant)."""
-    unit = unit_episodes(scale)
+def resolve(row: Row, scale: str, calibration: Calibration | None, data: Data = WORLD) -> Run | None:
+    """The run ``row`` stands for at ``scale`` on ``data``: equal samples directly, equal seconds through
+    ``calibration`` (``None`` when it is missing or lacks the variant)."""
+    unit = unit_episodes(scale, data)
     if row.budget == "samples":
         return run_of(row.variant, max(1, int(round(row.factor * unit))))
     if calibration is None or row.variant not in calibration.seconds_per_sample:
         return None
-    episodes = calibration.episodes(row.variant, row.factor, CHAPTER_SCALES[scale]["episode_size"])
+    episodes = calibration.episodes(row.variant, row.factor, sizes_on(scale, data)["episode_size"])
     return run_of(row.variant, episodes)
 
 
@@ -531,23 +629,25 @@ def seconds_rows(variants: Sequence[str], factor: float = 1.0) -> list[Row]:
     return [Row(v, "seconds", factor) for v in variants]
 
 
-def check_plan(scale: str, seeds: Sequence[int], variants: Sequence[str]) -> None:
+def check_plan(scale: str, seeds: Sequence[int], variants: Sequence[str], data: Data = WORLD) -> None:
     """Build every config the notebook may train before anything is computed: each variant at equal samples and at
     1 and 3 times its episodes (the equal-seconds amounts are known only after calibration). ``ValueError`` naming
     the parameter."""
-    unit = unit_episodes(scale)
+    unit = unit_episodes(scale, data)
     for variant in variants:
         for episodes in (unit, 3 * unit):
             for seed in seeds:
-                config(run_of(variant, episodes), scale, seed)
+                config(run_of(variant, episodes), scale, seed, data)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # running and loading
 
 
-def _records(run: Run, scale: str, seeds: Sequence[int], compute: bool, progress: bool) -> list[dict] | None:
-    configs = [config(run, scale, s) for s in seeds]
+def _records(
+    run: Run, scale: str, seeds: Sequence[int], compute: bool, progress: bool, data: Data = WORLD
+) -> list[dict] | None:
+    configs = [config(run, scale, s, data) for s in seeds]
     if compute:
         records: list[dict | None] = [experiment.run(c, progress=progress) for c in configs]
     else:
@@ -573,43 +673,49 @@ def run_rows(
     seeds: Sequence[int],
     calibration: Calibration | None = None,
     progress: bool = True,
+    data: Data = WORLD,
 ) -> dict[Row, list[dict]]:
-    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [variant record per seed]}``.
-    Equal-seconds rows need ``calibration``. Every config is built, and so validated, before any training."""
+    """Every row for every seed on ``data`` (stored runs are loaded, not retrained): ``{row: [variant record per
+    seed]}``. Equal-seconds rows need ``calibration``. Every config is built, and so validated, before any
+    training."""
     runs = {}
     for row in rows:
-        run = resolve(row, scale, calibration)
+        run = resolve(row, scale, calibration, data)
         if run is None:
             raise ValueError(f"row {row.label!r}: equal seconds need the calibration of its equal-samples runs")
         runs[row] = run
     for run in runs.values():  # every config validated before any training
         for s in seeds:
-            config(run, scale, s)
+            config(run, scale, s, data)
     out = {}
     for row, run in runs.items():
-        records = _records(run, scale, seeds, compute=True, progress=progress)
+        records = _records(run, scale, seeds, compute=True, progress=progress, data=data)
         assert records is not None
         out[row] = records
     return out
 
 
 def stored(
-    row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None, calibration: Calibration | None = None
+    row: Row,
+    scale: str = "laptop",
+    seeds: Sequence[int] | None = None,
+    calibration: Calibration | None = None,
+    data: Data = WORLD,
 ) -> list[dict] | None:
     """The stored variant records of ``row`` for every seed, or ``None`` if any is missing (or stale). An
     equal-seconds row is calibrated from the stored equal-samples runs of the same seeds unless ``calibration`` is
     given."""
     seeds = list(seeds or resolve_seeds(scale, None))
     if row.budget == "seconds" and calibration is None:
-        calibration = stored_calibration(scale, seeds)
-    run = resolve(row, scale, calibration)
-    return None if run is None else _records(run, scale, seeds, compute=False, progress=False)
+        calibration = stored_calibration(scale, seeds, data)
+    run = resolve(row, scale, calibration, data)
+    return None if run is None else _records(run, scale, seeds, compute=False, progress=False, data=data)
 
 
-def stored_calibration(scale: str, seeds: Sequence[int]) -> Calibration | None:
+def stored_calibration(scale: str, seeds: Sequence[int], data: Data = WORLD) -> Calibration | None:
     """``calibrate`` on the stored equal-samples runs of ``seeds`` (every variant whose runs are all stored);
     ``None`` without CLIP's."""
-    found = {v: stored(Row(v), scale, seeds) for v in VARIANTS}
+    found = {v: stored(Row(v), scale, seeds, data=data) for v in VARIANTS if v not in skipped(list(VARIANTS), data)}
     records = {v: r for v, r in found.items() if r is not None}
     return calibrate(records) if CLIP in records else None
 
@@ -621,18 +727,23 @@ def run_chapter(
     factors: Sequence[float],
     progress: bool = True,
     curve_variants: Sequence[str] = (CLIP,),
+    data: Data = WORLD,
 ) -> tuple[dict[Row, list[dict]], Calibration]:
-    """The whole chapter: every variant at equal samples (every seed), the calibration, every variant at equal
-    seconds (every seed), and ``curve_variants`` at the curve's other ``factors`` (the first ``curve_seeds`` seeds):
-    ``({row: records}, calibration)``. Stored runs are loaded."""
-    results = run_rows(samples_rows(variants), scale, seeds, progress=progress)
+    """The whole chapter on ``data``: every variant at equal samples (every seed), the calibration, every variant at
+    equal seconds (every seed), and ``curve_variants`` at the curve's other ``factors`` (the first ``curve_seeds``
+    seeds): ``({row: records}, calibration)``. Stored runs are loaded; the ``skipped`` variants are left out."""
+    left_out = skipped(variants, data)
+    variants = [v for v in variants if v not in left_out]
+    curve_variants = [v for v in curve_variants if v not in left_out]
+    results = run_rows(samples_rows(variants), scale, seeds, progress=progress, data=data)
     calibration = calibrate({row.variant: records for row, records in results.items()})
     rest = [r for r in seconds_rows(variants) if r not in results]
-    results.update(run_rows(rest, scale, seeds, calibration, progress))
+    results.update(run_rows(rest, scale, seeds, calibration, progress, data))
     extra = curve_seeds(scale, seeds)
     for factor in factors:
         if factor != 1.0:
-            results.update(run_rows(seconds_rows(curve_variants, factor), scale, extra, calibration, progress))
+            rows = seconds_rows(curve_variants, factor)
+            results.update(run_rows(rows, scale, extra, calibration, progress, data))
     return results, calibration
 
 
@@ -820,9 +931,46 @@ def _claims() -> list[Claim]:
 CLAIMS: list[Claim] = _claims()
 
 
-def claims_table(results: Mapping[Any, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
-    """The claims (shown by ``notebook``: all with ``None``) judged on a notebook's ``{row: records}``."""
-    return _claims_table(CLAIMS, results, PAPER, notebook, (NOTEBOOK,))
+def claims_on(scale: str, data: Data = WORLD) -> list[Claim]:
+    """``CLAIMS`` as they read on ``data`` (``book_data.HEADLINE_RULE``; unchanged on the world): a claim of a
+    ``skipped`` variant is not run, with the reason."""
+    if data.is_world:
+        return CLAIMS
+    left_out = skipped(list(VARIANTS), data)
+    reference = config(run_of(CLIP, unit_episodes(scale, data)), scale, 0, data)
+    out = []
+    for claim in book_data.claims_on_data(CLAIMS, reference):
+        variant = getattr(claim.better, "variant", None)
+        if claim.metric != LINEAR:  # the claim's text names the metric it reads on this data
+            claim = replace(
+                claim, text=claim.text.replace("avg3 linear probe", f"linear probe on {claim.metric.partition('/')[0]}")
+            )
+        if variant in left_out:
+            claim = replace(claim, kind="not_run", reason=f"{VARIANTS[variant].label}: {left_out[variant]}")
+        out.append(claim)
+    return out
+
+
+def metrics_on(scale: str, data: Data = WORLD) -> dict[str, str]:
+    """``{metric key: name}`` of the chapter's metrics (``METRICS``) as they read on ``data``: on real pairs the
+    headline folder task's, and without the world's retrieval (``book_data.metric_on_data``)."""
+    if data.is_world:
+        return dict(METRICS)
+    reference = config(run_of(CLIP, unit_episodes(scale, data)), scale, 0, data)
+    out = {}
+    for key, name in METRICS.items():
+        moved = book_data.metric_on_data(key, reference)
+        if moved is not None:
+            out[moved] = f"{name} ({moved.partition('/')[0]})"
+    return out
+
+
+def claims_table(
+    results: Mapping[Any, Sequence[dict]], notebook: str | None = None, claims: Sequence[Claim] | None = None
+) -> pd.DataFrame:
+    """The claims (``CLAIMS`` or ``claims``: ``claims_on`` the page's data; shown by ``notebook``: all with
+    ``None``) judged on a notebook's ``{row: records}``."""
+    return _claims_table(list(claims or CLAIMS), results, PAPER, notebook, (NOTEBOOK,))
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
@@ -863,7 +1011,7 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
 LEARNED_ENOUGH = 0.05  # above-chance accuracy on the claim metric (5 pp) below which the page warns
 
 
-def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: str = LINEAR) -> str:
+def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: str = LINEAR, data: Data = WORLD) -> str:
     """How far CLIP at equal samples rose above chance on ``metric``, beside the book's baseline CLIP (the laptop
     recipe on the same tower, when stored), in one paragraph: below ``LEARNED_ENOUGH`` a warning that the claims
     compare models that have not yet learned; above it, the share of the baseline's gain over chance it reached,
@@ -871,14 +1019,16 @@ def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: st
     clip = results[Row(CLIP)]
     mean = float(np.mean(seed_values(clip, metric)))
     chance = our_chance(clip, metric)
+    label = f"{METRICS[metric]} (avg3)" if data.is_world else metrics_on(scale, data).get(metric, metric)
     text = (
         f"CLIP at equal samples ({trained_samples(clip[0]['config']):,} samples) reaches "
-        f"{100 * mean:.1f}% on the {METRICS[metric]} (avg3) against {100 * chance:.1f}% for a random guesser: "
+        f"{100 * mean:.1f}% on the {label} against {100 * chance:.1f}% for a random guesser: "
         f"{100 * (mean - chance):.1f} pp above chance"
     )
-    baseline = [experiment.stored(experiment.make_config(scale, method="clip", seed=s)) for s in (0, 1, 2)]
+    world_baseline = [experiment.make_config(scale, method="clip", seed=s) for s in (0, 1, 2)] if data.is_world else []
+    baseline = [experiment.stored(c) for c in world_baseline]
     share = None
-    if all(r is not None and metric in r["metrics"] for r in baseline):
+    if baseline and all(r is not None and metric in r["metrics"] for r in baseline):
         done = [r for r in baseline if r is not None]
         reached = float(np.mean(seed_values(done, metric)))
         text += (

@@ -19,26 +19,40 @@ Setting (scaled down; "laptop"):
   per image.
 
 Every row is trained with the same seeds on the same pairs; the seed fixes initialisation and data order.
+
+On the reader's data (``Data``: the notebooks' ``train_data``, ``eval_tasks``, ``class_data``): the pairs of an
+OpenCLIP CSV or WebDataset shards stand for YFCC-14M, class-labelled image folders for ImageNet-21K (``class_data=
+"folder:PATH"``; by default on real pairs the train split of the first image-folder task of ``eval_tasks``), and the
+class texts carry WordNet 3.0 glosses (``papers.iclip.wordnet``). The IN-1K stand-in becomes that headline task
+(``IN1K_RULE``); the world's retrieval sets are not measured on real pairs, so the retrieval columns and claims are
+"not run" with the reason; "full IN-21K" (twice the class images) needs more class images than the folder holds and
+is skipped (``skipped_rows``). Sizes: the pairs as counted, every image of the class folders, the scale's batch and
+epochs (equal samples at every r, as on the world), ``context_length`` the chapter's 32 or what the longest class
+text takes with the BPE tokenizer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment
+from vlp_lib.book import data as book_data
 from vlp_lib.book import plan
 from vlp_lib.book.claims import EVERY_RULE, Claim, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.config import scale_defaults
-from vlp_lib.papers.iclip import evaluations
+from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data import folder_tasks, real, vocab
+from vlp_lib.papers.iclip import classes, evaluations, wordnet
 from vlp_lib.papers.iclip.book import paper
 from vlp_lib.run_config import RunConfig
+from vlp_lib.suite import PROBES, RETRIEVALS
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -87,6 +101,105 @@ FLICKR_IR, FLICKR_TR = "retrieval2/t2i_R@1", "retrieval2/i2t_R@1"
 RETRIEVAL_METRICS = {"Flickr IR": FLICKR_IR, "Flickr TR": FLICKR_TR, "COCO IR": COCO_IR, "COCO TR": COCO_TR}
 
 
+IN1K_RULE = (
+    "On real data the IN-1K stand-in (shapes10 on the world) is the headline task, the first image-folder task of "
+    "eval_tasks, whose classes the class data covers as IN-21K covers IN-1K's when the class data is that task's "
+    "train split (the default)."
+)
+FOLDER_FULL_REASON = (
+    "'full IN-21K' doubles the class images (spec 3.3), and the class folders' images are all the class data there is"
+)
+
+
+@dataclass(frozen=True)
+class Data:
+    """What a page's runs train and are evaluated on (``check_data``): ``train_data`` ("world", an OpenCLIP CSV or
+    WebDataset shards), ``eval_tasks`` (``None``: the chapter's ``EVAL_TASKS``), ``class_data`` ("world": the
+    class-only view; or ``classes.parse_class_data``'s absolute class root) and how the class data was chosen
+    (``class_from``)."""
+
+    train_data: str = "world"
+    eval_tasks: tuple[str, ...] | None = None
+    class_data: str = "world"
+    class_from: str = "world"
+
+    @property
+    def is_world(self) -> bool:
+        return real.is_world(self.train_data)
+
+    @property
+    def folder(self) -> bool:
+        """Whether the class data is real (a folder of class-labelled images)."""
+        return self.class_data != "world"
+
+
+WORLD = Data()
+
+
+def check_data(train_data: Any, eval_tasks: Any = None, class_data: Any = "world") -> Data:
+    """The notebooks' data parameters, checked before any compute (``ValueError`` naming ``train_data``,
+    ``eval_tasks`` or ``class_data``): a source that does not read, a task that does not exist or a folder task
+    without both splits, class data that is not a folder of at least two classes with images. ``class_data="world"``
+    on real pairs is the train split of the first image-folder task of ``eval_tasks`` (none: ``ValueError``), and
+    ``"folder:PATH"`` needs real pairs (the world's word tokenizer reads only the world's words)."""
+    if not isinstance(train_data, str) or not train_data:
+        raise ValueError(f"train_data must be 'world' or a path (CSV or WebDataset shards), got {train_data!r}")
+    if not real.is_world(train_data):
+        real.check_source(train_data)
+    tasks = None if eval_tasks is None else tuple(as_list("eval_tasks", eval_tasks))
+    for name in tasks or ():
+        if not isinstance(name, str):
+            raise ValueError(f"eval_tasks must be a list of task names, got {name!r}")
+        if folder_tasks.is_folder_task(name):
+            folder_tasks.check_folder_task(name)
+    if not isinstance(class_data, str) or not (class_data == "world" or class_data.startswith(classes.FOLDER_PREFIX)):
+        raise ValueError(f"class_data must be 'world' or 'folder:PATH' (class-labelled images), got {class_data!r}")
+    if real.is_world(train_data):
+        if class_data != "world":
+            raise ValueError(
+                f"class_data {class_data!r}: class-labelled images need real train_data (the world's word tokenizer "
+                "reads only the world's words); on the world use class_data='world'"
+            )
+        return Data(train_data, tasks)
+    source = "given"
+    if class_data == "world":
+        folders = [t for t in tasks or () if folder_tasks.is_folder_task(t)]
+        if not folders:
+            raise ValueError(
+                "class_data: on real train_data the class data must be real too: pass class_data='folder:PATH' "
+                "(PATH/<class>/*) or name an image-folder task in eval_tasks (its train split is then the class data)"
+            )
+        class_data, source = folders[0], "eval task"
+    spec = classes.parse_class_data(class_data)
+    return Data(train_data, tasks, f"{classes.FOLDER_PREFIX}{spec['folder']}", source)
+
+
+@lru_cache(maxsize=8)
+def _count_pairs(train_data: str) -> int:
+    return real.count_pairs(train_data)
+
+
+@lru_cache(maxsize=8)
+def class_spec(data: Data) -> dict[str, Any] | None:
+    """Real class data's spec (``classes.parse_class_data``), ``None`` for the world's class-only view."""
+    return classes.parse_class_data(data.class_data) if data.folder else None
+
+
+@lru_cache(maxsize=8)
+def context_length(data: Data) -> int:
+    """The runs' ``context_length``: ``CONTEXT_LENGTH`` on the world; on real data at least that and what the longest
+    class text takes with open_clip's BPE tokenizer (iCLIP's WordNet-enhanced texts, UniCL's ImageNet prompts), so
+    that every row of a page has the same text tower and no class text is cut."""
+    spec = class_spec(data)
+    if spec is None:
+        return CONTEXT_LENGTH
+    texts = [
+        *classes.folder_class_texts(spec),
+        *(t.format(n) for t in classes.REAL_TEMPLATES for n in classes.class_names(spec)),
+    ]
+    return max(CONTEXT_LENGTH, classes.context_needed(texts, classes.bpe_tokenizer()))
+
+
 @dataclass(frozen=True)
 class Row:
     """One trained setting: ``method`` "clip", "iclip" or "unicl"; ``ratio`` r (class rows per batch);
@@ -99,11 +212,18 @@ class Row:
     definitions: bool = True
     full: bool = False
 
-    def method_kwargs(self, class_images: int) -> dict[str, Any]:
+    def method_kwargs(self, class_images: int, class_data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The row's method arguments: the world's class-only view of ``class_images`` (twice that when ``full``), or
+        real ``class_data`` (``classes.parse_class_data``; ``ValueError`` naming ``class_data`` for a full row)."""
         if self.method == "clip":
             return {}
         n = class_images * (FULL_FACTOR["class_images"] if self.full else 1)
-        kwargs: dict[str, Any] = {"ratio": self.ratio, "class_data": {"n": int(n), "seed": CLASS_SEED}}
+        spec: dict[str, Any] = {"n": int(n), "seed": CLASS_SEED}
+        if class_data is not None:
+            if self.full:
+                raise ValueError(f"class_data: {self.label} cannot run on a folder: {FOLDER_FULL_REASON}")
+            spec = dict(class_data)
+        kwargs: dict[str, Any] = {"ratio": self.ratio, "class_data": spec}
         if self.method == "iclip":
             kwargs["definitions"] = self.definitions
         return kwargs
@@ -121,12 +241,15 @@ UNICL_ROWS = [ICLIP, UNICL, NO_DEFINITIONS, ICLIP_FULL, UNICL_FULL]
 ROWS = list(dict.fromkeys([*RATIO_ROWS, *UNICL_ROWS]))
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
-    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
+def config(row: Row, scale: str = "laptop", seed: int = 0, data: Data = WORLD) -> RunConfig:
+    """The validated run config of ``row`` on ``data`` (``experiment.make_config``; ``ValueError`` before any
+    compute). On the world with the chapter's tasks, exactly the chapter's configs."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
     epochs = sizes["unit_epochs"] * (FULL_FACTOR["epochs"] if row.full else 1)
-    steps = int(epochs * (sizes["train_size"] // sizes["batch_size"]))
+    pairs = sizes["train_size"] if data.is_world else _count_pairs(data.train_data)
+    steps = int(epochs * (pairs // sizes["batch_size"]))
+    on_data = {} if data.is_world else {"train_data": data.train_data}
     return experiment.make_config(
         scale,
         method=row.method,
@@ -137,13 +260,32 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
         lr=sizes["lr"],
         warmup_steps=max(1, int(sizes["warmup_fraction"] * steps)),
         augmentation="none",
-        context_length=CONTEXT_LENGTH,
+        context_length=context_length(data),
         task_test=sizes["task_test"],
         retrieval_images=sizes["retrieval_images"],
-        eval_tasks=EVAL_TASKS,
+        eval_tasks=EVAL_TASKS if data.eval_tasks is None else list(data.eval_tasks),
         eval_probes=False,
-        method_kwargs=row.method_kwargs(sizes["class_images"]),
+        method_kwargs=row.method_kwargs(sizes["class_images"], class_spec(data)),
+        **on_data,
     )
+
+
+def skipped_rows(rows: Sequence[Row], data: Data) -> dict[Row, str]:
+    """The rows of ``rows`` that cannot run on ``data``, with the reason: the "full" rows on real class data."""
+    return {row: FOLDER_FULL_REASON for row in rows if row.full and data.folder}
+
+
+def page_config(data: Data, scale: str = "laptop", seed: int = 0) -> RunConfig:
+    """A config of the page's data (CLIP's): what the page's metrics, claims and descriptions read."""
+    return config(CLIP, scale, seed, data)
+
+
+def class_images(data: Data, scale: str) -> int:
+    """The class images of a half-size row: the scale's on the world, every image of the class folders on real data."""
+    spec = class_spec(data)
+    if spec is None:
+        return int(CHAPTER_SCALES[scale]["class_images"])
+    return len(classes.folder_listing(spec["folder"])[1])
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
@@ -174,10 +316,18 @@ def sweep_rows(ratios: Sequence[float]) -> list[Row]:
     return [CLIP, *(SWEEP.get(r) or Row(f"iCLIP r = {r}", "iclip", r) for r in ratios)]
 
 
-def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
-    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``. Every
-    config is built, and so validated, before any training."""
-    return plan.run_rows(rows, config, scale, seeds, progress)
+def _config_on(data: Data) -> Any:
+    return lambda row, scale, seed: config(row, scale, seed, data)
+
+
+def run_rows(
+    rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True, data: Data = WORLD
+) -> dict[Row, list[dict]]:
+    """Every row for every seed on ``data`` (stored runs are loaded, not retrained): ``{row: [record per seed]}``.
+    Every config is built, and so validated, before any training; a row that cannot run on ``data``
+    (``skipped_rows``) is left out."""
+    skipped = skipped_rows(rows, data)
+    return plan.run_rows([r for r in rows if r not in skipped], _config_on(data), scale, seeds, progress)
 
 
 def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
@@ -186,11 +336,101 @@ def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) 
 
 
 # --------------------------------------------------------------------------------------------------------------
+# the page's data: what it names, which metrics it reads
+
+
+def inputs(data: Data, scale: str) -> dict[str, str]:
+    """The chapter's inputs beside the pairs and where each comes from (``book_data.describe``'s ``inputs``)."""
+    spec = class_spec(data)
+    if spec is None:
+        return {
+            "Class data (the ImageNet-21K stand-in)": f"the world's class-only view: {class_images(data, scale):,} "
+            f"single-object images of the {len(vocab.SHAPES)} shapes (seed {CLASS_SEED}), label = shape",
+            "Class texts": "prompt + name + the world's dictionary definition (`vlp_lib.data.vocab.DEFINITIONS`); "
+            "UniCL: a random shape prompt of the name",
+        }
+    names = classes.folder_classes(spec["folder"])
+    chosen = (
+        "the train split of the first image-folder task of `eval_tasks` (`class_data='world'` on real pairs)"
+        if data.class_from == "eval task"
+        else "`class_data`"
+    )
+    texts = (
+        f"prompt + name + the class's WordNet 3.0 gloss (Debian's `{wordnet.PACKAGE}`, installed at install time by "
+        f"`{wordnet.FETCH_COMMAND}` into `{wordnet.directory()}`; the synset of each class below)"
+    )
+    return {
+        "Class data (the ImageNet-21K stand-in)": f"{class_images(data, scale):,} class-labelled images in "
+        f"{len(names)} classes from `{spec['folder']}`, {chosen}",
+        "Class texts": f"iCLIP: {texts}; UniCL: a random one of CLIP's {len(classes.REAL_TEMPLATES)} ImageNet "
+        "templates of the class name (open_clip's `OPENAI_IMAGENET_TEMPLATES`)",
+    }
+
+
+def class_text_table(data: Data) -> pd.DataFrame | None:
+    """Real class data: per class, the name its texts write, the WordNet synset chosen (``wordnet.sense``: the rule
+    that chose it), the gloss and iCLIP's class text; ``None`` on the world."""
+    spec = class_spec(data)
+    if spec is None:
+        return None
+    folders = classes.folder_classes(spec["folder"])
+    senses = wordnet.senses(folders)
+    texts = classes.folder_class_texts(spec)
+    return pd.DataFrame(
+        [
+            {
+                "class folder": s.folder,
+                "name": s.name,
+                "synset": s.synset or "— (none: the name alone)",
+                "chosen by": s.rule,
+                "gloss": s.gloss or "",
+                "iCLIP's class text": text,
+            }
+            for s, text in zip(senses, texts)
+        ]
+    ).set_index("class folder")
+
+
+def metric_on_data(metric: str, cfg: RunConfig) -> str | None:
+    """The key that stands for ``metric`` on ``cfg``'s data: ``IN1K_RULE``, then ``book_data.metric_on_data``."""
+    if metric == IN1K and not book_data.is_world(cfg) and "shapes10" not in cfg.eval.tasks:
+        task = book_data.headline_task(cfg)
+        return None if task is None else f"{task}/zeroshot_top1"
+    return book_data.metric_on_data(metric, cfg)
+
+
+def metrics_on_data(metrics: Mapping[str, str], cfg: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """``{column: metric}`` as it reads on ``cfg``'s data, and ``{column: why not}`` for those the data cannot give."""
+    kept, missing = {}, {}
+    for name, metric in metrics.items():
+        key = metric_on_data(metric, cfg)
+        if key is None:
+            missing[name] = book_data.why_not(metric, cfg)
+        else:
+            kept[name] = key
+    return kept, missing
+
+
+def zero_shot_tasks(cfg: RunConfig) -> list[str]:
+    """The classification tasks ``cfg`` evaluates (metric prefixes, in order): the I5 profile's tasks."""
+    skip = {*PROBES, *RETRIEVALS, book_data.WORLD_RETRIEVAL}
+    return [folder_tasks.metric_name(t) for t in cfg.eval.tasks if t not in skip]
+
+
+def comparison_metrics(cfg: RunConfig) -> dict[str, str]:
+    """The metrics the UniCL page's differences compare: Supp Tab. 2's retrieval R@1 where the data gives them,
+    else each classification task's zero-shot top-1."""
+    kept, _ = metrics_on_data(RETRIEVAL_METRICS, cfg)
+    return kept or {f"{t} ZS": f"{t}/zeroshot_top1" for t in zero_shot_tasks(cfg)}
+
+
+# --------------------------------------------------------------------------------------------------------------
 # zero-shot with definition-enhanced prompts (spec 3.2: report both; whether iCLIP evaluates so is unverified)
 
 
 def prompt_table(results: dict[Row, list[dict]], rows: Sequence[Row]) -> pd.DataFrame:
-    """Per row: shapes10 zero-shot (%) with plain and with definition-enhanced prompts, mean ± std over seeds."""
+    """Per row: zero-shot (%) on ``evaluations.prompt_task`` (shapes10 on the world, the headline image-folder task on
+    real data) with plain and with definition-enhanced prompts, mean ± std over seeds."""
     lines = []
     for row in rows:
         values = [evaluations.prompt_zero_shot(r) for r in results[row]]
@@ -362,9 +602,33 @@ CLAIM_NOTEBOOKS = tuple(dict.fromkeys(c.notebook for c in CLAIMS))
 RULES: list[str] = [EVERY_RULE]
 
 
-def claims_table(results: dict[Row, list[dict]], notebook: str | None = None) -> pd.DataFrame:
-    """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}``."""
-    return _claims_table(CLAIMS, results, "iCLIP", notebook)
+def claims_on_data(cfg: RunConfig, skipped: Mapping[Row, str] | None = None) -> list[Claim]:
+    """``CLAIMS`` as they read on ``cfg``'s data: the IN-1K stand-in moved to the headline task (``IN1K_RULE``), then
+    ``book_data.claims_on_data`` (a metric the data cannot give: "not run" with the reason); a claim reading a row of
+    ``skipped`` is "not run" with the row's reason. On the world, ``CLAIMS`` unchanged."""
+    if book_data.is_world(cfg):
+        return list(CLAIMS)
+    out = []
+    for claim in CLAIMS:
+        missing: list[Any] = [row for row in claim.rows() if row in (skipped or {})]
+        if missing and claim.kind != "not_run":
+            out.append(replace(claim, kind="not_run", reason=f"{missing[0].label}: {(skipped or {})[missing[0]]}"))
+            continue
+        key = metric_on_data(claim.metric, cfg) if claim.metric == IN1K else None
+        out.append(replace(claim, metric=key) if key is not None else claim)
+    return book_data.claims_on_data(out, cfg)
+
+
+def claims_table(
+    results: dict[Row, list[dict]],
+    notebook: str | None = None,
+    cfg: RunConfig | None = None,
+    skipped: Mapping[Row, str] | None = None,
+) -> pd.DataFrame:
+    """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}``, as they read on
+    the data of ``cfg`` (``claims_on_data``; ``None``: the world)."""
+    claims = CLAIMS if cfg is None else claims_on_data(cfg, skipped)
+    return _claims_table(claims, results, "iCLIP", notebook)
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:

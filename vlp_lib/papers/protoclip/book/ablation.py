@@ -7,6 +7,13 @@ not yet in the results store will take on this machine (``calibrate_rates`` meas
 ``(sweep, value)``; ``claims_table`` judges them with the shared ``judge`` (``report.VERDICT_RULE``). The base setting follows IV-D: episode = 0.2 of the data
 (paper: 0.2M of 1M), no soft target (hardmax), 10 images per prototype, no external teacher, no
 augmentation beyond the 0.9-1 crop; the training amount (episode size x episodes) is held fixed.
+
+On real pairs (``train_data``: an OpenCLIP CSV or WebDataset shards) the data set is what it holds: the episode is
+0.2 of it, an ``episode_size`` larger than the data is the whole data set each episode (capped, with a note:
+``Plan.notes``), and the training amount is the scale's passes over the data (``epochs_of``), at least two episodes
+so that prototypes train after the InfoNCE-only first one. Every run is evaluated on ``eval_tasks`` (default: the
+world's avg3 tasks), and the bars and claims read avg3's linear probe, on real data that of the headline task
+(``vlp_lib.book.data.HEADLINE_RULE``; ``Plan.metric``).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment, runs
+from vlp_lib.book import data
 from vlp_lib.book.claims import Claim, claim_test, compared_rows, judge
 from vlp_lib.book.report import PairedTest, format_test, mean_std
 from vlp_lib.config import (
@@ -28,12 +36,13 @@ from vlp_lib.config import (
     check_positive_int,
     scale_defaults,
 )
+from vlp_lib.data import folder_tasks, real
 from vlp_lib.papers.protoclip.book import paper
 from vlp_lib.papers.protoclip.calibration import calibrate_rates, run_seconds
 from vlp_lib.papers.protoclip.method import ProtoCLIPArgs
 from vlp_lib.papers.protoclip.teachers import check_teacher, clip_teacher_config
 from vlp_lib.run_config import RunConfig
-from vlp_lib.suite import VALIDATION_TASKS
+from vlp_lib.suite import PROBES, RETRIEVALS, VALIDATION_TASKS
 
 SWEEPS = {
     "episode_size": "Fig. 6 (a): episode size (ProtoCLIP without L_CLIP)",
@@ -112,6 +121,18 @@ class Plan:
     base: dict[str, Any]
     runs: list[Run] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the plan changed of the parameters, and why (printed)
+    metric: str = "avg3/linear"  # what the bars and the claims read (``bar_metric``)
+
+    @property
+    def config(self) -> RunConfig:
+        """The config of the base run of the first seed: the data and evaluation every run shares."""
+        return self.runs[0].config
+
+    @property
+    def teachers(self) -> set[str]:
+        """The external teachers the plan's runs use ("minilm", "clip"; Fig. 6 (d))."""
+        return {str(cast(ProtoCLIPArgs, r.config.method_args).external_teacher) for r in self.runs} - {"none"}
 
     def unique_configs(self) -> list[RunConfig]:
         seen: dict[str, RunConfig] = {}
@@ -132,9 +153,13 @@ def make_plan(
     seeds: Sequence[int] = (0, 1, 2),
     sweeps: Sequence[str] = tuple(SWEEPS),
     train_size: int | None = None,
+    train_data: str = "world",
+    eval_tasks: Sequence[str] | None = None,
 ) -> Plan:
-    """Every run of the ablation, validated. An ``episode_size`` larger than the scale's world grows
-    the world to fit (the generated world is unbounded); the training amount grows to at least one episode."""
+    """Every run of the ablation, validated. On the world, an ``episode_size`` larger than the scale's world grows
+    the world to fit (the generated world is unbounded); the training amount grows to at least one episode. On real
+    ``train_data`` the data keeps its size: a larger ``episode_size`` is capped at it, with a note (module
+    docstring). ``eval_tasks``: the tasks every run is evaluated on (``None``: the avg3 tasks)."""
     scale_defaults(scale)
     sizes = ABLATION_SCALES[scale]
     sweeps, seeds = as_list("sweeps", sweeps), as_list("seeds", seeds)
@@ -147,13 +172,31 @@ def make_plan(
     target_temperature = check_number("target_temperature", target_temperature)
     check_teacher(external_teacher)
     pbt = check_bool("pbt", pbt)
-    n = check_positive_int("train_size", train_size if train_size is not None else sizes["train_size"])
+    tasks = list(VALIDATION_TASKS) if eval_tasks is None else as_list("eval_tasks", eval_tasks)
+    notes: list[str] = []
+    world = check_train_data(train_data)
+    if world:
+        n = check_positive_int("train_size", train_size if train_size is not None else sizes["train_size"])
+    else:
+        if train_size is not None:
+            raise ValueError(f"train_size ({train_size}) is the world's size; train_data {train_data!r} gives its own")
+        n = real.count_pairs(train_data)  # ValueError naming train_data: no such source, no columns, no pairs
     if episode_size is None:
         episode_size = max(sizes["batch_size"], int(round(EPISODE_FRACTION * n)))
     episode_size = check_positive_int("episode_size", episode_size)
-    n = max(n, episode_size)  # the world grows to fit the episode
-    total = check_positive_int("total_samples", total_samples if total_samples is not None else sizes["total_samples"])
-    total = max(total, episode_size)
+    if world:
+        n = max(n, episode_size)  # the world grows to fit the episode
+    elif episode_size > n:
+        notes.append(
+            f"episode_size {episode_size:,} is larger than the {n:,} pairs of train_data: an episode samples the data "
+            f"without replacement (III-D), so every episode is the whole data set ({n:,} pairs)"
+        )
+        episode_size = n
+    if total_samples is None:
+        total = sizes["total_samples"] if world else max(round(epochs_of(scale) * n), 2 * episode_size)
+    else:
+        total = check_positive_int("total_samples", total_samples)
+    total = check_positive_int("total_samples", max(total, episode_size))
     if k is not None:
         k = check_positive_int("k", k)
         if k > episode_size:
@@ -161,6 +204,12 @@ def make_plan(
     if episode_size // images_per_prototype < 1:
         raise ValueError(f"images_per_prototype ({images_per_prototype}) is larger than the episode ({episode_size})")
     batch = min(sizes["batch_size"], episode_size)
+    if round(total / episode_size) < 2:
+        notes.append(
+            f"total_samples {total:,} is {round(total / episode_size)} episode of {episode_size:,} pairs: the base "
+            "setting's first episode is InfoNCE-only (the official warm-up), so its L_Proto never trains; "
+            "raise total_samples to at least two episodes"
+        )
 
     def config(seed: int, episode: int, clip_weight: float = 1.0, **method: Any) -> RunConfig:
         # the official recipe's InfoNCE-only first episode, except in the L_Proto-only episode-size sweep
@@ -180,6 +229,7 @@ def make_plan(
         if kwargs["k"] is None:
             del kwargs["k"]
         steps = round(total / episode) * (episode // batch)
+        extra = {} if world else {"train_data": train_data}
         return experiment.make_config(
             scale,
             method="protoclip",
@@ -192,8 +242,9 @@ def make_plan(
             task_train=sizes["task_train"],
             task_test=sizes["task_test"],
             retrieval_images=sizes["retrieval_images"],
-            eval_tasks=list(VALIDATION_TASKS),
+            eval_tasks=tasks,
             method_kwargs=kwargs,
+            **extra,
         )
 
     plan = Plan(
@@ -209,6 +260,7 @@ def make_plan(
             train_size=n,
         ),
         seeds=seeds,
+        notes=notes,
     )
     for seed in seeds:
         plan.runs.append(Run("base", None, config(seed, episode_size)))
@@ -228,7 +280,51 @@ def make_plan(
         if "external_teacher" in sweeps:
             for teacher in sizes["teachers"]:
                 plan.runs.append(Run("external_teacher", teacher, config(seed, episode_size, external_teacher=teacher)))
+    plan.metric = bar_metric(plan.config)
+    if plan.metric != "avg3/linear":
+        notes.append(
+            f"the bars and IV-D's claims read {plan.metric}, avg3's linear probe on the headline task (HEADLINE_RULE)"
+            if data.metric_on_data("avg3/linear", plan.config)
+            else f"the bars read {plan.metric}; IV-D's claims are not run: {not_run_reason(plan)}"
+        )
     return plan
+
+
+def not_run_reason(plan: Plan) -> str | None:
+    """Why IV-D's claims (on avg3's linear probe) cannot be judged on the plan's data (``None``: they can)."""
+    if data.metric_on_data("avg3/linear", plan.config) is not None:
+        return None
+    return data.why_not("avg3/linear", plan.config)
+
+
+def check_train_data(train_data: Any) -> bool:
+    """Whether ``train_data`` is the generated world; ``ValueError`` naming it when it is no string."""
+    if not isinstance(train_data, str):
+        raise ValueError(f"train_data must be 'world' or a path, got {train_data!r}")
+    return real.is_world(train_data)
+
+
+def epochs_of(scale: str) -> float:
+    """The passes over the data of one ablation run at ``scale`` (its training amount over its world's size): what a
+    run trains on real data, whose size is its own."""
+    sizes = ABLATION_SCALES[scale]
+    return sizes["total_samples"] / sizes["train_size"]
+
+
+def bar_metric(config: RunConfig) -> str:
+    """What the bars of a plan evaluated as ``config`` read: avg3's linear probe (Fig. 6), as the data gives it
+    (``vlp_lib.book.data.metric_on_data``: the headline task's on real data), else the linear probe of the first
+    classification task evaluated. ``ValueError`` naming ``eval_tasks`` when it names none (the bars need one)."""
+    moved = data.metric_on_data("avg3/linear", config)
+    if moved is not None:
+        return moved
+    tasks = [t for t in config.eval.tasks if t not in PROBES and t not in RETRIEVALS and t != data.WORLD_RETRIEVAL]
+    if not tasks:
+        raise ValueError(
+            f"eval_tasks: the ablation's bars read a linear probe; {list(config.eval.tasks)} names no classification "
+            "task (add folder:PATH or a world task)"
+        )
+    return f"{folder_tasks.metric_name(tasks[0])}/linear"
 
 
 def estimate_seconds(plan: Plan, rates: dict[str, float] | None = None) -> dict[str, float]:
@@ -265,7 +361,8 @@ def estimate_seconds(plan: Plan, rates: dict[str, float] | None = None) -> dict[
     out["seconds"] = sum(run_seconds(c, rates) for c in todo) + sum(
         run_seconds(t, clip_rates) for t in teachers.values()
     )
-    out["world_seconds"] = plan.base["train_size"] / rates["world_images_per_s"]
+    if data.is_world(plan.config):  # real pairs are decoded once into a cache, in seconds at these sizes
+        out["world_seconds"] = plan.base["train_size"] / rates["world_images_per_s"]
     return out
 
 
@@ -408,13 +505,17 @@ def bar_records(results: list[tuple[Run, dict]]) -> dict[tuple[str, Any], list[d
 
 
 def judged(
-    results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear", paper_name: str = "ProtoCLIP"
+    results: list[tuple[Run, dict]], plan: Plan, metric: str | None = None, paper_name: str = "ProtoCLIP"
 ) -> list[tuple[Claim, dict[str, Any], PairedTest, Any, Any]]:
     """Each claim of ``paper_claims`` whose bars ran, judged by ``vlp_lib.book.claims.judge`` on ``bar_records``:
-    (claim, scorecard line, its paired test, the claimed-better value, the reference value). A "best_of" claim
-    is judged against every other bar of its sweep that ran."""
+    (claim, scorecard line, its paired test, the claimed-better value, the reference value), on ``metric``
+    (default ``plan.metric``). A "best_of" claim is judged against every other bar of its sweep that ran; none
+    where the data gives no avg3 to read the claims on (``not_run_reason``)."""
+    metric = metric or plan.metric
     rows = bar_records(results)
-    out = []
+    out: list[tuple[Claim, dict[str, Any], PairedTest, Any, Any]] = []
+    if not_run_reason(plan) is not None:  # the data gives no avg3, nor a headline task to read it on
+        return out
     for c in paper_claims(plan, metric):
         if c.kind == "best_of":
             bar = cast(tuple[str, Any], c.better)
@@ -430,7 +531,38 @@ def judged(
     return out
 
 
-def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str = "avg3/linear") -> pd.DataFrame:
+def unjudged(results: list[tuple[Run, dict]], plan: Plan, metric: str | None = None) -> pd.DataFrame:
+    """The claims of ``CLAIMS`` that ``claims_table`` leaves out, each with the reason: the data cannot give their
+    metric (``not_run_reason``), their sweep is not in the plan, or the plan's scale has no bar they compare."""
+    metric = metric or plan.metric
+    judged_ids = {c.id for c, *_ in judged(results, plan, metric)}
+    swept = {r.sweep for r in plan.runs}
+    bars = {(r.sweep, r.value) for r in plan.runs}
+    data_reason = not_run_reason(plan)
+    lines = []
+    for c in paper_claims(plan, metric):
+        if c.id in judged_ids:
+            continue
+        sweep = cast(tuple[str, Any], c.better)[0]
+        if data_reason is not None:
+            reason = data_reason
+        elif sweep not in swept:
+            reason = f"the sweep {sweep!r} is not in sweeps"
+        else:
+            missing = [cast(tuple[str, Any], b) for b in (c.better, c.reference) if b is not None and b not in bars]
+            others = [b for b in bars if b[0] == sweep and b != c.better]
+            reason = (
+                f"scale {plan.scale!r} runs no bar {', '.join(str(b[1]) for b in missing)} of this sweep"
+                if missing
+                else "no other bar of this sweep to compare with"
+                if not others
+                else "its bars did not run"
+            )
+        lines.append({"id": c.id, "claim": c.text, "sweep": c.source, "not run because": reason})
+    return pd.DataFrame(lines, columns=["id", "claim", "sweep", "not run because"])
+
+
+def claims_table(results: list[tuple[Run, dict]], plan: Plan, metric: str | None = None) -> pd.DataFrame:
     """Each claim of ``paper_claims`` tested on this book's runs by ``vlp_lib.book.claims.judge``
     (``report.paired_test``): the per-seed (paired) difference between the claimed-better setting and its
     reference, mean ± std and its 95% t interval in percentage points on ``df`` degrees of freedom (pooled over the

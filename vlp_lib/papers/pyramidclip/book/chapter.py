@@ -11,23 +11,36 @@ probe) for VOC detection fine-tuning.
 
 Table 6 is cumulative: each row adds one term to the one before, with equal weights over the terms present (the
 paper gives only the full weights of Eq. 6, all 0.25), without softening until its last row (alpha = 0.2).
+
+On image-text pairs of your own (``train_data``: an OpenCLIP CSV or WebDataset shards, ``eval_tasks``: image-folder
+tasks beside or instead of the world's, ``regions``: a detector's boxes) a page is a ``Page`` (``page``): the same
+rows on those pairs, T_S from the CSV's summary column when it has one, else the captions' noun phrases
+(``vlp_lib.papers.pyramidclip.real_data``), R from the regions file; a row that needs what the data lacks (the
+clean world, the world's oracle summaries, boxes without a regions file) is skipped with the reason, and its claims
+are not run (``vlp_lib.book.data``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from vlp_lib import experiment
+from vlp_lib.book import data as book_data
 from vlp_lib.book import plan
 from vlp_lib.book.claims import Claim, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.config import scale_defaults
+from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data import real
+from vlp_lib.papers.pyramidclip import real_data
 from vlp_lib.papers.pyramidclip.book import paper
+from vlp_lib.papers.pyramidclip.method import check_weights, uses_rois, uses_summaries
 from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
 
@@ -134,20 +147,99 @@ ALPHA_SWEEP = [_pyramid(f"alpha = {a}", FULL["weights"], a) for a in (0.1, 0.4)]
 EXTENSIONS = [ORACLE_SUMMARIES, *ALPHA_SWEEP]
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
-    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute)."""
+@dataclass(frozen=True)
+class Data:
+    """What a page trains and evaluates on (its notebook's ``train_data``, ``eval_tasks`` and ``regions``), checked
+    by ``check_data``: ``n_pairs`` the pairs a real source offers, ``summary`` the summariser of T_S on it
+    ("column" with a summary column, else "noun_phrases"; ``None`` on the world: each row's own)."""
+
+    train_data: str = "world"
+    eval_tasks: tuple[str, ...] | None = None
+    regions: str | None = None
+    n_pairs: int = 0
+    summary: str | None = None
+
+    @property
+    def is_world(self) -> bool:
+        return real.is_world(self.train_data)
+
+
+WORLD = Data()
+NO_REGIONS = "no regions file: the ROI rows need boxes from a detector you ran; pass -p regions FILE"
+NO_ORACLE = "the oracle summaries are the generated world's true scenes; captions of your own have none"
+OTHER_WORLD = (
+    "the {world} world is a second generated world (cleaner captions: the LAION15M stand-in); train_data of your own "
+    "is one set of pairs"
+)
+
+
+def check_data(train_data: Any = "world", eval_tasks: Any = None, regions: Any = None) -> Data:
+    """A page's data parameters, checked before any compute (``ValueError`` naming ``train_data``, ``eval_tasks``
+    or ``regions``); the summariser of T_S chosen by the data (``Data``), the tagger checked when it is needed."""
+    if not isinstance(train_data, str) or not train_data:
+        raise ValueError(f"train_data must be 'world' or a path, got {train_data!r}")
+    tasks = None if eval_tasks is None else tuple(as_list("eval_tasks", eval_tasks))
+    if tasks is not None and (not tasks or not all(isinstance(t, str) for t in tasks)):
+        raise ValueError(f"eval_tasks must be a non-empty list of task names, got {eval_tasks!r}")
+    if regions is not None and not isinstance(regions, str):
+        raise ValueError(f"regions must be the path of a JSON regions file, got {regions!r}")
+    if real.is_world(train_data):
+        if regions is not None:
+            raise ValueError("regions: a regions file gives boxes for train_data of your own; the world has its boxes")
+        return Data(eval_tasks=tasks)
+    n_pairs = real.count_pairs(train_data)  # ValueError naming train_data
+    path = str(Path(train_data).resolve())
+    summary = "column" if real_data.has_summary_column(path) else "noun_phrases"
+    if summary == "noun_phrases":
+        real_data.check_tagger()
+    if regions is not None:
+        regions = str(Path(regions).resolve()) if Path(regions).is_file() else regions
+        real_data.check_regions(regions, path)
+    return Data(path, tasks, regions, n_pairs, summary)
+
+
+def skip_reason(row: Row, data: Data = WORLD) -> str | None:
+    """Why ``row`` cannot run on ``data`` (``None``: it can): on data of your own, the clean world, the world's
+    oracle summaries and, without a regions file, the ROI terms."""
+    if data.is_world:
+        return None
+    if row.world != "web":
+        return OTHER_WORLD.format(world=row.world)
+    kwargs = row.kwargs()
+    if row.method == "pyramidclip" and kwargs.get("summary") == "oracle":
+        return NO_ORACLE
+    if row.method == "pyramidclip" and uses_rois(check_weights(kwargs["weights"])) and data.regions is None:
+        return NO_REGIONS
+    return None
+
+
+def config(row: Row, scale: str = "laptop", seed: int = 0, data: Data = WORLD) -> RunConfig:
+    """The validated run config of ``row`` on ``data`` (``experiment.make_config``; ``ValueError`` before any
+    compute, also for a row ``skip_reason`` refuses). On the world exactly the chapter's run; on data of your own
+    the same recipe on its pairs, T_S by ``data.summary`` and R from ``data.regions`` where the row reads them."""
     scale_defaults(scale)
+    why = skip_reason(row, data)
+    if why is not None:
+        raise ValueError(f"{row.label}: {why}")
     sizes = CHAPTER_SCALES[scale]
     kwargs = row.kwargs()
     if row.method == "pyramidclip" and sizes["detector_images"] is not None and "detector_images" not in kwargs:
         kwargs["detector_images"] = sizes["detector_images"]
+    train_size = sizes["train_size"] if data.is_world else data.n_pairs
+    overrides: dict[str, Any] = {} if data.is_world else {"train_data": data.train_data}
+    if not data.is_world and row.method == "pyramidclip":
+        weights = check_weights(kwargs["weights"])
+        if uses_summaries(weights):
+            kwargs.setdefault("summary", data.summary)
+        if uses_rois(weights):
+            kwargs["regions"] = data.regions
     epochs = row.units * sizes["unit_epochs"]
-    steps = int(epochs * (sizes["train_size"] // sizes["batch_size"]))
+    steps = int(epochs * (train_size // sizes["batch_size"]))
     return experiment.make_config(
         scale,
         method=row.method,
         seed=seed,
-        train_size=sizes["train_size"],
+        train_size=train_size,
         epochs=epochs,
         batch_size=sizes["batch_size"],
         augmentation="none",
@@ -157,8 +249,9 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
         task_train=sizes["task_train"],
         task_test=sizes["task_test"],
         retrieval_images=sizes["retrieval_images"],
-        eval_tasks=EVAL_TASKS,
+        eval_tasks=list(data.eval_tasks) if data.eval_tasks is not None else EVAL_TASKS,
         method_kwargs=kwargs,
+        **overrides,
     )
 
 
@@ -365,3 +458,182 @@ def claims_table(results: Mapping[Row, Sequence[dict]], notebook: str | None = N
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``)."""
     return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), PAPER)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# a page on its data: the world, or image-text pairs of your own
+
+
+def page(scale: str, seeds: Any, train_data: Any = "world", eval_tasks: Any = None, regions: Any = None) -> Page:
+    """A notebook's page on its data, every parameter checked before any compute (``ValueError`` naming it):
+    ``resolve_seeds`` and ``check_data``."""
+    return Page(scale, tuple(resolve_seeds(scale, seeds)), check_data(train_data, eval_tasks, regions))
+
+
+@dataclass(frozen=True)
+class Page:
+    """The chapter's rows and claims on one page's data (``Data``) at ``scale`` with ``seeds``: which rows run,
+    which are skipped and why, the metrics the runs have, and the claims as they read on the data
+    (``vlp_lib.book.data.claims_on_data``; a claim on a skipped row is not run with the row's reason)."""
+
+    scale: str
+    seeds: tuple[int, ...]
+    data: Data = WORLD
+
+    def config(self, row: Row, seed: int | None = None) -> RunConfig:
+        return config(row, self.scale, self.seeds[0] if seed is None else seed, self.data)
+
+    def skipped(self, rows: Sequence[Row]) -> dict[Row, str]:
+        """``{row: why it is skipped}`` for the rows of ``rows`` that cannot run on the data."""
+        return {row: why for row in rows if (why := skip_reason(row, self.data)) is not None}
+
+    def rows(self, rows: Sequence[Row]) -> list[Row]:
+        """The rows of ``rows`` that run on the data, in order."""
+        return [row for row in rows if skip_reason(row, self.data) is None]
+
+    def check(self, rows: Sequence[Row]) -> None:
+        """Every config of the rows that run, for every seed: ``ValueError`` before any compute."""
+        for row in self.rows(rows):
+            for seed in self.seeds:
+                self.config(row, seed)
+
+    def run_rows(self, rows: Sequence[Row], progress: bool = True) -> dict[Row, list[dict]]:
+        """The rows that run on the data, every seed (stored runs are loaded): ``{row: [record per seed]}``."""
+        return plan.run_rows(
+            self.rows(rows),
+            lambda row, scale, seed: config(row, scale, seed, self.data),
+            self.scale,
+            self.seeds,
+            progress,
+        )
+
+    def skipped_text(self, rows: Sequence[Row]) -> str:
+        """One line per skipped row of ``rows`` with its reason ("" when every row runs), for the page."""
+        return "\n".join(
+            f"skipped: {row.label} ({row.world} world): {why}" if row.world != "web" else f"skipped: {row.label}: {why}"
+            for row, why in self.skipped(rows).items()
+        )
+
+    @functools.cached_property
+    def reference(self) -> RunConfig:
+        """The CLIP row's config: what every row's evaluation measures (the tasks, the data)."""
+        return self.config(CLIP)
+
+    def metric(self, key: str) -> str | None:
+        """The key that stands for the chapter's ``key`` on the data (``book.data.metric_on_data``: a world average
+        moves to the headline folder task), ``None`` when the runs do not have it."""
+        return book_data.metric_on_data(key, self.reference)
+
+    def metrics(self, names: Mapping[str, str]) -> dict[str, str]:
+        """``{key: column name}`` of the chapter's ``names`` that the runs have, each key as it reads on the data (a
+        moved key's name says on which task)."""
+        out = {}
+        for key, name in names.items():
+            moved = self.metric(key)
+            if moved is not None:
+                out[moved] = name if moved == key else f"{name} ({moved.partition('/')[0]})"
+        return out
+
+    def where(self, row: Row) -> dict[str, str]:
+        """The table column that says what ``row`` trained on: its world, or the file of your pairs."""
+        return {"world": row.world} if self.data.is_world else {"data": Path(self.data.train_data).name}
+
+    def claims_table(self, results: Mapping[Row, Sequence[dict]], notebook: str | None = None) -> pd.DataFrame:
+        """The claims of ``notebook`` as they read on the data, judged on ``results``: a claim on a metric the runs
+        do not have, or on a row the data skips, is not run with the reason."""
+        skipped = self.skipped(
+            [row for row in dict.fromkeys(r for c in CLAIMS for r in c.rows()) if isinstance(row, Row)]
+        )
+        on_data = []
+        for claim in book_data.claims_on_data(CLAIMS, self.reference):
+            if claim.kind != "not_run":
+                missing = [m for m in (claim.metric, *(m for _, _, m in claim.terms)) if self.metric(m) is None]
+                # a reason no input can lift (the clean world, the oracle) before the missing regions file
+                lacking = sorted(
+                    (skipped[row] for row in claim.rows() if row in skipped), key=lambda w: w == NO_REGIONS
+                )
+                if missing:
+                    claim = replace(claim, kind="not_run", reason=book_data.why_not(missing[0], self.reference))
+                elif lacking:
+                    claim = replace(claim, kind="not_run", reason=lacking[0])
+            on_data.append(claim)
+        return _claims_table(on_data, results, PAPER, notebook, CLAIM_NOTEBOOKS)
+
+    def training_pairs(self) -> int:
+        """The pairs every row trains on."""
+        return self.reference.train_size
+
+    @functools.cached_property
+    def _inputs(self) -> tuple[Any, real_data.Summaries | None, real_data.Regions | None]:
+        """The training pairs of data of your own with their T_S and ROI boxes (as the runs make them)."""
+        from vlp_lib.data.training import make_tokenizer, training_pairs
+
+        if self.data.is_world:
+            return None, None, None
+        c = self.reference
+        pairs = training_pairs(c, make_tokenizer(c))
+        assert self.data.summary is not None  # check_data chose it
+        found = real_data.summaries(self.data.summary, pairs, c.train_data, c.image_size)
+        boxes = (
+            None
+            if self.data.regions is None
+            else real_data.region_boxes(self.data.regions, c.train_data, pairs, c.image_size)
+        )
+        return pairs, found, boxes
+
+    def sources(self) -> dict[str, str]:
+        """``{input: where it comes from}`` of PyramidCLIP's two extra inputs, T_S and R, for ``book.data.describe``."""
+        if self.data.is_world:
+            return {
+                "T_S (the summary level)": "the extractive summary of each caption (its object phrases, "
+                "`vlp_lib.papers.pyramidclip.summaries`: the stand-in for T5)",
+                "R (the ROI level)": "the world's object boxes (at most 3 per image) through the world detector's "
+                "crop CNN (`vlp_lib.papers.pyramidclip.detector`: the stand-in for VinVL)",
+            }
+        pairs, found, boxes = self._inputs
+        assert found is not None
+        n = len(pairs)
+        name = Path(self.data.train_data).name
+        own = f"{found.n_own:,} of {n:,} captions have one (a caption without is its own summary)"
+        summary = (
+            f"the `{real_data.SUMMARY_COLUMN}` column of `{name}`, beside each caption: {own}"
+            if found.summariser == "column"
+            else f"each caption's noun phrases (spaCy's `en_core_web_sm` 3.8.0 tagger and parser, `doc.noun_chunks`, "
+            f'joined by "{real_data.NOUN_PHRASE_JOIN}"; the CSV has no `{real_data.SUMMARY_COLUMN}` column): {own}'
+        )
+        if boxes is None:
+            rois = NO_REGIONS
+        else:
+            rois = (
+                f"the boxes of `{Path(self.data.regions or '').name}` (`{self.data.regions}`, in {boxes.units}): "
+                f"{boxes.n_named:,} of {n:,} training images have a box on the image the model sees, at most "
+                f"{real_data.ROI_SLOTS} each (§4.1; {boxes.n_whole:,} without one get one ROI, the whole image; "
+                f"{boxes.n_dropped:,} boxes fell outside the centre crop, {boxes.n_cut:,} past the {real_data.ROI_SLOTS} "
+                "most confident), each a feature of the world detector's crop CNN plus its box: a CNN trained on the "
+                "generated world's object crops, never on these images, so the ROI terms carry the boxes and what a "
+                "shape-and-colour CNN sees in them, not VinVL's object classes"
+            )
+        return {"T_S (the summary level)": summary, "R (the ROI level)": rois}
+
+    def describe(self) -> str:
+        """The page's data, its evaluation and where T_S and R come from (``book.data.describe``)."""
+        return book_data.describe(self.reference, self.sources())
+
+    def examples(self, n: int = 5) -> pd.DataFrame:
+        """The first ``n`` training pairs of data of your own with the T_S the runs train on and, with a regions
+        file, each image's ROI labels and boxes (training-image pixels)."""
+        pairs, found, boxes = self._inputs
+        if pairs is None or found is None:
+            raise ValueError("examples: the world's are shown by the summariser itself (summaries.summarize_all)")
+        table = {"caption": pairs.captions[:n], f"T_S ({found.summariser})": found.texts[:n]}
+        if boxes is not None:
+            table["ROIs (label: box)"] = [
+                "; ".join(f"{label or '?'}: {[round(float(v), 1) for v in box]}" for label, box in zip(labels, b))
+                for labels, b in zip(boxes.labels[:n], boxes.boxes[:n])
+            ]
+        return pd.DataFrame(table)
+
+    @property
+    def uses_detector(self) -> bool:
+        """Whether any run reads the detector's ROI features (the world, or a regions file)."""
+        return self.data.is_world or self.data.regions is not None
