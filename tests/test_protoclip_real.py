@@ -234,12 +234,16 @@ def test_the_worlds_runs_keep_their_keys():
         assert runs.config_hash(ablation.make_plan(scale, episode_size=episode).config.to_dict()) == key
 
 
-def test_minilm_reads_the_real_captions():
-    """The external teacher is the packaged MiniLM, offline, on the CSV's captions (PCA to 64 dimensions)."""
+def test_minilm_reads_the_real_captions(tmp_path, monkeypatch):
+    """The external teacher is the packaged MiniLM, offline, on the CSV's captions (PCA to 64 dimensions), computed
+    here (an empty cache), not read from an earlier run's."""
     from vlp_lib.data import real
+
+    monkeypatch.setenv("VLP_CACHE_DIR", str(tmp_path))
     from vlp_lib.sentence_encoder import PCA_DIM, minilm_features
 
     captions = [s.caption for s in real.check_source(PAIRS).samples]
     feats = minilm_features(captions, progress=False)
     assert feats.shape == (512, PCA_DIM) and np.isfinite(feats).all()
     assert np.allclose(np.linalg.norm(feats, axis=1), 1.0, atol=1e-4)
+    assert list((tmp_path / "teachers").glob("minilm-64-*.npy"))  # cached for the runs that follow

@@ -58,9 +58,9 @@ def _groups(config: Any) -> list[str]:
 
 
 def has_world_retrieval(config: Any) -> bool:
-    """Whether the world's retrieval set measures ``config``'s runs: on the world, or when the reader asks for it in
-    ``eval_tasks`` (a model trained on real pairs is otherwise not judged on generated captions)."""
-    return is_world(config) or WORLD_RETRIEVAL in config.eval.tasks
+    """Whether the page reads the world's retrieval set for ``config``'s runs: on the world only (it is evaluated on
+    every run with a text tower, but a model trained on real pairs is not judged on generated captions)."""
+    return is_world(config)
 
 
 def prefixes(config: Any) -> set[str]:

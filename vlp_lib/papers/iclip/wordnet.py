@@ -8,9 +8,9 @@ from (an ImageNet-21K class folder is named by its WordNet noun synset: ``n02084
 
 Source: Debian's ``wordnet-base`` package (Princeton's WordNet 3.0 database files), fetched at install time by
 ``python -m vlp_lib.papers.iclip.wordnet fetch`` (``apt-get download`` and ``dpkg-deb -x``: no root needed) into
-``cache_dir() / "wordnet" / "wordnet-3.0"``; never at run time. Debian's copy lacks the ``lexnames`` file, which
+``sys.prefix/share/wordnet/wordnet-3.0`` (installed with the environment); never at run time. Debian's copy lacks the ``lexnames`` file, which
 ``fetch`` writes from lexnames(5WN) (``LEXNAMES``). Read with nltk's ``WordNetCorpusReader``: nltk 3.10 reads only
-corpora under ``nltk.data.path`` (the cache's ``wordnet`` folder is appended to it), and its reader maps WordNet
+corpora under ``nltk.data.path`` (the ``wordnet`` folder is appended to it), and its reader maps WordNet
 versions through nltk's own ``wordnet`` corpus on construction (``map_wn``), which this reader skips (no mapping
 between versions is needed: the database is 3.0).
 
@@ -43,12 +43,10 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from vlp_lib.paths import cache_dir
-
 PACKAGE = "wordnet-base"  # Debian's WordNet 3.0 database (bookworm: 1:3.0-37)
 FETCH_COMMAND = "python -m vlp_lib.papers.iclip.wordnet fetch"
 VERSION = "3.0"
-FOLDER = "wordnet"  # under cache_dir(): appended to nltk.data.path
+FOLDER = "wordnet"  # under sys.prefix/share: appended to nltk.data.path
 CORPUS = "wordnet-3.0"  # the database files, inside FOLDER
 # What nltk's reader opens on construction (lexnames, the four indices and exception lists, data.adj for its
 # satellites) and data.noun, which every gloss is read from.
@@ -74,8 +72,10 @@ SYNSET_NAME = re.compile(r"[^\s.][^\s]*\.[nvasr]\.\d{2}")  # lemma.pos.nn
 
 
 def directory() -> Path:
-    """Where the WordNet 3.0 database lives (``fetch`` writes it; nothing is downloaded at run time)."""
-    return cache_dir() / FOLDER / CORPUS
+    """Where the WordNet 3.0 database lives: installed with the Python environment (``sys.prefix/share``, where nltk
+    looks for its data too), not in the run caches, which tests and scratch stores replace (``fetch`` writes it;
+    nothing is downloaded at run time)."""
+    return Path(sys.prefix) / "share" / FOLDER / CORPUS
 
 
 def installed() -> bool:

@@ -386,7 +386,7 @@ def row_eval_tasks(row: Row, inputs: Inputs | None = None) -> list[str]:
     return {"class_a": SWEEP_EVAL, "coverage": COVERAGE_EVAL}.get(row.data, FULL_EVAL)
 
 
-WORLD_CORPORA = "train_data='world' without unpaired_images or unpaired_texts"
+WORLD_CORPORA = "the generated world's corpora (train_data='world', no unpaired_images, no unpaired_texts)"
 
 
 def skip_reason(row: Row, inputs: Inputs | None = None) -> str | None:
@@ -403,11 +403,13 @@ def skip_reason(row: Row, inputs: Inputs | None = None) -> str | None:
             f"the coverage corpus holds three of the world's colours ({', '.join(HELD_OUT)}) out of the world's "
             f"images and puts back k single-object images of each: it needs {WORLD_CORPORA}"
         )
+    if row.data == "coverage" and "colour" not in row_eval_tasks(row, inputs):
+        return "the coverage rows are judged by per-colour zero-shot on colour, a world task that eval_tasks leaves out"
     if row.texts in ("independent", "partial") and inputs.own_corpora:
         return (
             "Supp G's settings (2) and (3) need a text corpus that names none of the image corpus' concepts (the "
             "world's S_B captions for S_A images; with class-name prompts in (3)): the reader's corpora have no "
-            f"such split ({WORLD_CORPORA})"
+            f"such split; it needs {WORLD_CORPORA}"
         )
     if row.texts == "constructed" and (not inputs.world or inputs.unpaired_images is not None):
         return (
@@ -440,7 +442,7 @@ def mmd_skip_reason(inputs: Inputs | None = None) -> str | None:
         return (
             "D6 compares four corpora of the generated world: its images, their captions, an NLP corpus of the "
             "world's words and the corpus Algorithm 1's stand-in builds from them; the reader's data has no NLP "
-            f"corpus and no constructed corpus ({WORLD_CORPORA})"
+            f"corpus and no constructed corpus; it needs {WORLD_CORPORA}"
         )
     if inputs.teacher_checkpoint is not None:
         return (
@@ -475,7 +477,10 @@ def input_sources(scale: str, inputs: Inputs | None = None) -> dict[str, str]:
         spec = inputs.unpaired_images
         images = f"unpaired_images: the {spec['images']:,} images under `{spec['folder']}` (searched recursively)"
     elif inputs.world:
-        images = f"the images of another world seed ({sizes['corpus_size']:,})"
+        images = (
+            f"the generated world's: the benchmark's, {sizes['corpus_size']:,} images of another world seed; Supp "
+            "G's and the coverage page's, as the page describes"
+        )
     else:
         images = (
             f"the images of `train_data`'s {inputs.pairs:,} pairs, unpaired: the student never sees an image "
@@ -485,7 +490,10 @@ def input_sources(scale: str, inputs: Inputs | None = None) -> dict[str, str]:
         spec = inputs.unpaired_texts
         texts = f"unpaired_texts: the {spec['sentences']:,} sentences of `{spec['path']}`, one a line"
     elif inputs.world and inputs.unpaired_images is None:
-        texts = "the image corpus' own captions, drawn in an order independent of the images"
+        texts = (
+            "the image corpus' own captions, drawn in an order independent of the images (Supp G's settings: "
+            "captions of other worlds, as the page describes)"
+        )
     else:
         texts = "the captions of `train_data`'s pairs, drawn in an order independent of the images (the pairs unpaired)"
     return {"Teacher": teacher, "Image corpus (the student's)": images, "Text corpus (the student's)": texts}
@@ -537,7 +545,10 @@ def describe(scale: str, inputs: Inputs | None = None, skipped: Mapping[Row, str
     inputs = WORLD if inputs is None else inputs
     text = book_data.describe(_config(STUDENT, scale, 0, inputs), input_sources(scale, inputs))
     if skipped:
-        lines = "\n".join(f"- {r.label}: {why}" for r, why in skipped.items())
+        by_reason: dict[str, list[str]] = {}
+        for row, why in skipped.items():  # rows skipped for one reason on one line
+            by_reason.setdefault(why, []).append(row.label)
+        lines = "\n".join(f"- {'; '.join(labels)}: {why}" for why, labels in by_reason.items())
         text += f"\n\n**Not run on this data.**\n\n{lines}"
     return text
 
@@ -567,8 +578,17 @@ def columns(metrics: Mapping[str, str], row: Row, inputs: Inputs | None = None) 
     for key, name in metrics.items():
         on = metric_on(key, row, inputs)
         if on is not None and on not in out:
-            out[on] = name if on == key else f"{name.split()[0]} {on.split('/')[0]}"
+            old, new = key.partition("/")[0], on.partition("/")[0]
+            out[on] = name if on == key else (name.replace(old, new) if old in name else f"{name} ({new})")
     return out
+
+
+def setting_names(inputs: Inputs | None = None) -> dict[str, str]:
+    """Supp G's settings as a page names them: ``SETTINGS``, setting (1) on the reader's corpora named by them."""
+    inputs = WORLD if inputs is None else inputs
+    if not inputs.own_corpora:
+        return dict(SETTINGS)
+    return {**SETTINGS, "covered": "(1) the page's corpora (their own texts)"}
 
 
 def claims_on(inputs: Inputs | None = None) -> list[Claim]:

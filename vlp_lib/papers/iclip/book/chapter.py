@@ -353,7 +353,7 @@ def inputs(data: Data, scale: str) -> dict[str, str]:
     chosen = (
         "the train split of the first image-folder task of `eval_tasks` (`class_data='world'` on real pairs)"
         if data.class_from == "eval task"
-        else "`class_data`"
+        else "given as `class_data`"
     )
     texts = (
         f"prompt + name + the class's WordNet 3.0 gloss (Debian's `{wordnet.PACKAGE}`, installed at install time by "
