@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (vlp-book)" >/dev/null
-	@# WordNet 3.0 (Debian's wordnet-base, unpacked into .cache without root) for iCLIP's definitions on real class
+	@# WordNet 3.0 (Debian's wordnet-base, unpacked into the environment, .venv/share, without root) for iCLIP's definitions on real class
 	@# data; without apt the rest of the book still installs, and iCLIP on real data names this command
 	$(BIN)/python -m vlp_lib.papers.iclip.wordnet fetch || echo "warning: WordNet not installed (iCLIP's definitions on real class data need it): $(BIN)/python -m vlp_lib.papers.iclip.wordnet fetch"
 	touch $(STAMP)
