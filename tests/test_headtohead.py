@@ -161,6 +161,34 @@ def test_calibration_on_hand_computed_records():
         chapter.calibrate({"protoclip": proto})
 
 
+def test_the_stored_calibration_chooses_the_equal_seconds_runs(tmp_path, monkeypatch):
+    # measured once and stored: a second measurement (a re-make's: other seconds) leaves the runs as they were, and
+    # only the drift table shows it; a variant the record lacks is added to it
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path))
+    seeds = [0, 1]
+    first = Calibration({CLIP: 1e-3, "protoclip": 1.5e-3}, 20.0)
+    assert chapter.saved_calibration("smoke", seeds) is None
+    assert chapter.settle_calibration("smoke", seeds, first) == first
+    assert chapter.saved_calibration("smoke", seeds) == first
+    again = Calibration({CLIP: 1.1e-3, "protoclip": 1.2e-3}, 22.0)
+    assert chapter.settle_calibration("smoke", seeds, again) == first
+    assert chapter.stored_calibration("smoke", seeds) == first
+    drift = chapter.calibration_drift(first, again)
+    assert drift.loc["CLIP's seconds (the target)", "drift"] == "+10.0%"
+    assert drift.loc["ProtoCLIP: cost per step (x CLIP)", ["stored", "measured now", "drift"]].tolist() == [
+        "1.50",
+        "1.09",
+        "-27.3%",
+    ]
+    wider = Calibration({CLIP: 1.1e-3, "protoclip": 1.2e-3, "unicl": 1.3e-3}, 22.0)
+    settled = chapter.settle_calibration("smoke", seeds, wider)
+    assert settled.seconds_per_sample == {CLIP: 1e-3, "protoclip": 1.5e-3, "unicl": 1.3e-3}
+    assert settled.clip_seconds == 20.0 and chapter.saved_calibration("smoke", seeds) == settled
+    # other seeds or other data: another record
+    assert chapter.saved_calibration("smoke", [0, 1, 2]) is None
+    assert chapter.saved_calibration("smoke", seeds, chapter.Data(train_data="pairs.csv")) is None
+
+
 # --- claims on fake stored records ---------------------------------------------------------------------------------
 
 GAINS = {CLIP: 0.0, "protoclip": 0.05, "pyramidclip": -0.05, "unicl": 0.0}  # avg3/linear over CLIP; others +0.02

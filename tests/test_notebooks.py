@@ -35,12 +35,11 @@ REAL_EXTRA: dict[str, list[str]] = {
     "headtohead": CLASS_DATA,
     # the mission's command on a user's pairs: an episode larger than the data is the whole data each episode
     "protoclip_ablation": ["-p", "episode_size", "1000"],
-}
-# the pages that do not take train_data yet (issue 37 stays open for them)
-NOT_ON_REAL_PAIRS_YET = {
-    "dimefm_benchmark": "DIME-FM's pages do not take train_data yet",
-    "dimefm_components": "DIME-FM's pages do not take train_data yet",
-    "dimefm_coverage": "DIME-FM's pages do not take train_data yet",
+    # DIME-FM's unpaired corpora from a user's files: an image folder and a text file of captions of other drawings
+    "dimefm_benchmark": [
+        *("-p", "unpaired_images", str(REAL / "categories" / "train")),
+        *("-p", "unpaired_texts", str(REAL / "unpaired_captions.txt")),
+    ],
 }
 # `make test` runs two of them on the real pairs, the baseline and the mission's command (the ProtoCLIP ablation on a
 # user's pairs); the others, minutes each at smoke scale, run in `make test-real` (marker `real_pairs`), so that
@@ -49,10 +48,7 @@ IN_MAKE_TEST = ("clip_baseline", "protoclip_ablation")
 REAL_NOTEBOOKS = [
     pytest.param(
         p,
-        marks=[
-            *(() if p.stem in IN_MAKE_TEST else (pytest.mark.real_pairs,)),
-            *((pytest.mark.skip(reason=NOT_ON_REAL_PAIRS_YET[p.stem]),) if p.stem in NOT_ON_REAL_PAIRS_YET else ()),
-        ],
+        marks=() if p.stem in IN_MAKE_TEST else (pytest.mark.real_pairs,),
         id=p.stem,
     )
     for p in NOTEBOOKS

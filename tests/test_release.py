@@ -212,3 +212,21 @@ def test_verify_attributes_runs_not_remade_only_where_it_can(tmp_path):
     assert missing == [] and unattributed == ["train/gone (iclip)"]
     missing, unattributed = release.not_remade(release_store, remade_store, {"iclip", "headtohead"})
     assert missing == ["train/gone (iclip): in the release, not re-made"] and unattributed == []
+
+
+def test_verify_takes_a_chapters_measurements_from_the_release(tmp_path):
+    # the head to head's calibration measures the machine: a re-make copies it from the release (and does not count
+    # it as a compared run), so the runs it chose are the ones re-made
+    from vlp_lib.papers import chapters
+
+    kinds = {kind for c in chapters() for kind in c.measurements}
+    assert kinds == {"headtohead_calibration"}
+    release_store, remade_store = tmp_path / "release", tmp_path / "remade"
+    (release_store / "headtohead_calibration").mkdir(parents=True)
+    (release_store / "headtohead_calibration" / "c.json").write_text(json.dumps({"metrics": {"clip_seconds": 11.0}}))
+    assert release.restore_measurements(release_store, remade_store, frozenset(kinds)) == 1
+    assert (remade_store / "headtohead_calibration" / "c.json").read_text() == (
+        release_store / "headtohead_calibration" / "c.json"
+    ).read_text()
+    assert release.compare_records(release_store, remade_store, measured=frozenset(kinds)) == ([], 0)
+    assert release.compare_records(release_store, remade_store)[1] == 1

@@ -38,7 +38,11 @@ class Chapter:
     None)`` (the seeds its claims are judged on) and ``RULES`` (its verdict rules beyond the shared
     ``report.VERDICT_RULE``); ``methods``: the names of the methods its ``method`` module defines (the core's
     registry imports that module when a run asks for one of them); ``order``: its place in the book; ``reads``: the
-    other papers whose stored runs its pages read (their fingerprints decide whether its released pages are current)."""
+    other papers whose stored runs its pages read (their fingerprints decide whether its released pages are current);
+    ``measurements``: the record kinds it stores that measure the machine rather than result from the code (the head to
+    head's equal-seconds calibration): a re-make (``release verify``) takes them from the release instead of measuring
+    them again, so that it re-makes the runs they chose, and the module's ``remeasured(scale)`` says how far a new
+    measurement drifted."""
 
     name: str
     paper: str
@@ -47,6 +51,7 @@ class Chapter:
     methods: tuple[str, ...] = ()
     order: int = 100
     reads: tuple[str, ...] = ()
+    measurements: tuple[str, ...] = ()
 
     def _module(self) -> Any:
         return importlib.import_module(self.module)
@@ -59,6 +64,11 @@ class Chapter:
     def seeds(self, scale: str = "laptop") -> list[int]:
         """The seeds the chapter's claims are judged on at ``scale``."""
         return list(self._module().resolve_seeds(scale, None))
+
+    def remeasured(self, scale: str = "laptop") -> str:
+        """The chapter's report of its ``measurements`` measured again by the store's runs ("" without any)."""
+        report = getattr(self._module(), "remeasured", None)
+        return report(scale) if self.measurements and report is not None else ""
 
     def rules(self) -> list[str]:
         """The chapter's own verdict rules (timing claims, "matches in less time" ...), as sentences."""

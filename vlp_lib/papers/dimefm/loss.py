@@ -1,6 +1,6 @@
 """DIME-FM's distillation losses (Sun et al., ICCV 2023), transcribed from the official training code.
 
-The main paper's equations are not in our sources (``shared/papers/dimefm_main_facts.md``), so every function here
+The main paper's equations were not available to us (only its supplement), so every function here
 follows ``sunxm2357/DIME-FM`` ``Training/utils/utils.py`` (``get_loss``, ``compute_kl_loss``) and
 ``Training/utils/split_network.py`` (``set_logit_scale``). A step sees B student images with their frozen,
 pre-extracted teacher image features and an *unpaired* batch of teacher text features (the student's text tower

@@ -23,7 +23,13 @@ at temperatures 1 / 3 / 7, Supp A.1's effective scales mu = 100 / 33.3 / 14.3 (n
   pure function of the episode's order, so a resumed run is exact.
 - The teacher is an ordinary CLIP run of this book (``DIMEFMArgs.teacher``: its ``RunConfig``), trained once
   and stored like any run, loaded frozen. Its features of each corpus are cached (``teachers.frozen_arrays``,
-  keyed by the teacher's config hash, the corpus and the code fingerprint).
+  keyed by the teacher's config hash, the corpus and the code fingerprint). Or, as the paper distils a teacher
+  trained elsewhere, it is read from a checkpoint file (``teacher_checkpoint``; ``papers.dimefm.inputs``), the
+  teacher's run config then naming only its architecture.
+- The image corpus is the run's training images (``train_data``) or an image folder (``images``: the paper's
+  image corpora carry no captions); the text corpus their own captions, a corpus spec, or a text file
+  (``texts={"kind": "file", ...}``). With an image folder, "own" texts are the captions of ``train_data``: a text
+  corpus apart from the images, never paired with them.
 
 Data-parallel (``torchrun ... -m vlp_lib.launch``, ``vlp_lib.distributed``): each rank encodes its share of the
 global batch and reads its rows' teacher features (side data, by its indices); every KL term scores the rank's rows
@@ -39,6 +45,7 @@ L_p-vl 2.2e-7, L_udist 7e-8); zero-shot, linear probe and retrieval equal. One p
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, cast
@@ -59,6 +66,7 @@ from vlp_lib.data.sampler import EpisodeSampler, Sampler
 from vlp_lib.methods.args import MethodArgs
 from vlp_lib.methods.base import Batch, Episode, Method, MethodContext, Trained
 from vlp_lib.models import CompositeCLIP, count_parameters
+from vlp_lib.papers.dimefm import inputs
 from vlp_lib.papers.dimefm.loss import check_lambdas, dimefm_loss
 from vlp_lib.run_config import RunConfig
 from vlp_lib.runs import paper_of_module
@@ -96,9 +104,10 @@ def read_teacher(teacher: Any) -> RunConfig:
         raise ValueError(f"teacher: {err}") from None
 
 
-def check_teacher_policy(teacher: RunConfig, policy: str) -> None:
-    """``ValueError`` naming ``teacher_policy`` if it is ``"reuse"`` and the teacher run is not stored."""
-    if policy == "reuse" and not teacher_stored(teacher):
+def check_teacher_policy(teacher: RunConfig, policy: str, checkpoint: Any = None) -> None:
+    """``ValueError`` naming ``teacher_policy`` if it is ``"reuse"`` and the teacher run is not stored (a teacher
+    read from a ``checkpoint`` is never trained: nothing to check)."""
+    if policy == "reuse" and checkpoint is None and not teacher_stored(teacher):
         raise ValueError(
             "teacher_policy 'reuse': the teacher run is not stored (with this code); train it first "
             "(experiment.run(teacher)) or use teacher_policy 'train'"
@@ -109,8 +118,13 @@ def check_teacher_policy(teacher: RunConfig, policy: str) -> None:
 class DIMEFMArgs(MethodArgs):
     """DIME-FM's arguments in a run config (``method_kwargs``), with their defaults; ``DIMEFM`` describes the loss'
     ones. ``teacher`` (required) is the run config of the CLIP to distil (``experiment.make_config``; a record form
-    is read back); ``teacher_policy`` "train" trains it if it is not stored, "reuse" requires it stored; ``texts``
-    is "own" (the image corpus' captions) or a corpus spec (``data.corpora.check_corpus``)."""
+    is read back); ``teacher_policy`` "train" trains it if it is not stored, "reuse" requires it stored;
+    ``teacher_checkpoint`` (a path, or its spec: ``inputs.checkpoint_spec``) reads the teacher's weights from a file
+    instead, ``teacher`` then naming its architecture only; ``images`` (an image folder, or its spec:
+    ``inputs.image_folder_spec``) is the image corpus instead of the run's training images; ``texts`` is "own" (the
+    image corpus' captions; with ``images``, those of the run's training pairs, unpaired), a corpus spec
+    (``data.corpora.check_corpus``) or a text file (``{"kind": "file", "path": ...}``: ``inputs.text_file_spec``).
+    A path is checked (the file exists, loads, fits) and turned into its spec here, before any compute."""
 
     method: ClassVar[str] = "DIME-FM"
 
@@ -121,6 +135,8 @@ class DIMEFMArgs(MethodArgs):
     lambda1: float = 0.3
     lambda2: float = 0.0
     pvl: Literal["intra", "inter"] = "intra"
+    teacher_checkpoint: str | dict[str, Any] | None = None
+    images: str | dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, kwargs: Mapping[str, Any] | None) -> DIMEFMArgs:
@@ -140,16 +156,33 @@ class DIMEFMArgs(MethodArgs):
         check_lambdas(self.lambda1, self.lambda2)
         if self.pvl not in PVL:
             raise ValueError(f"pvl must be one of {PVL}, got {self.pvl!r}")
-        if self.texts != OWN:
+        if inputs.is_text_file(self.texts):
+            texts = self.texts
+            if set(texts) != set(inputs.TEXT_FILE_KEYS):  # a path to read: {"kind": "file", "path": ...}
+                texts = inputs.text_file_spec(texts, "texts")
+            object.__setattr__(self, "texts", inputs.check_spec("texts", texts, inputs.TEXT_FILE_KEYS))
+        elif self.texts != OWN:
             try:
                 check_corpus(self.texts)
             except ValueError as err:
-                raise ValueError(f"texts must be {OWN!r} or a corpus spec: {err}") from None
+                raise ValueError(f"texts must be {OWN!r}, a corpus spec or a text file: {err}") from None
         check_bool("paired", self.paired)
         if self.paired and self.texts != OWN:
             raise ValueError(
                 f"paired=True pairs each image with its own caption: it needs texts={OWN!r}, got {self.texts!r}"
             )
+        if self.teacher_checkpoint is not None:
+            spec = self.teacher_checkpoint
+            if isinstance(spec, str):
+                spec = inputs.checkpoint_spec(spec, self.teacher)
+            object.__setattr__(
+                self, "teacher_checkpoint", inputs.check_spec("teacher_checkpoint", spec, inputs.CHECKPOINT_KEYS)
+            )
+        if self.images is not None:
+            spec = inputs.image_folder_spec(self.images, "images") if isinstance(self.images, str) else self.images
+            object.__setattr__(self, "images", inputs.check_spec("images", spec, inputs.FOLDER_KEYS))
+            if self.paired:
+                raise ValueError("paired=True pairs each image with its own caption: the images of a folder have none")
 
 
 def at_width(tower: nn.Module, width: int) -> nn.Module:
@@ -200,6 +233,33 @@ def image_tower_size(model: str, image_size: int, width: int | None = None) -> i
     return count_parameters(tower)
 
 
+# the teachers read from checkpoints, one per ``trained`` (one per run, as ``experiment.trained_runs`` loads a teacher
+# run once for ``wrap_model`` and ``arguments``); weak keys: gone with the run's ``trained``
+_CHECKPOINT_TEACHERS: weakref.WeakKeyDictionary[Any, tuple[nn.Module, Any]] = weakref.WeakKeyDictionary()
+
+
+def teacher_of(args: DIMEFMArgs, trained: Trained) -> tuple[nn.Module, Any]:
+    """The frozen teacher (eval mode) and its tokenizer: the stored teacher run (``trained(args.teacher)``, trained
+    first if not stored) or the weights of ``args.teacher_checkpoint`` in the teacher's architecture
+    (``inputs.load_teacher``), read once per ``trained``."""
+    if args.teacher_checkpoint is None:
+        return trained(args.teacher)
+    if trained not in _CHECKPOINT_TEACHERS:
+        _CHECKPOINT_TEACHERS[trained] = inputs.load_teacher(
+            cast(Mapping[str, Any], args.teacher_checkpoint), args.teacher
+        )
+    return _CHECKPOINT_TEACHERS[trained]
+
+
+def teacher_key(args: DIMEFMArgs) -> Any:
+    """What fixes the teacher in the keys of its cached features: its config's hash, and the checkpoint's digest
+    when its weights come from a file."""
+    key = runs.config_hash(args.teacher.to_dict())
+    if args.teacher_checkpoint is None:
+        return key
+    return {"config": key, "checkpoint": cast(dict, args.teacher_checkpoint)["sha256"]}
+
+
 def image_corpus_key(config: RunConfig, data: PairedData) -> dict[str, Any]:
     """What fixes a run's image corpus (its own training world and any ``world_mix``, or CSV), for the
     teacher-feature cache, with a digest of the corpus' captions: features cached for other data (a config key
@@ -222,6 +282,8 @@ class DIMEFM(Method):
             instead of an independent text order.
         text_data: the text corpus (captions, tokens, ``extra["teacher_text"]``) joined to the image corpus by
             ``training_data``; ``None``: the own captions, whose teacher features are in the image data.
+        image_data: the image corpus (images, ``extra["teacher_image"]``) when it is not the run's training pairs
+            (an image folder); ``None``: the training pairs.
 
     Side data (``Method.arguments`` builds it): ``teacher_image`` [N, D] per image and ``teacher_text`` [N, D] per
     text, the teacher's (unnormalised) features; the losses normalise.
@@ -242,12 +304,14 @@ class DIMEFM(Method):
         pvl: str = DIMEFMArgs.pvl,
         paired: bool = DIMEFMArgs.paired,
         text_data: PairedData | None = None,
+        image_data: PairedData | None = None,
     ) -> None:
         super().__init__()
         if pvl not in PVL:
             raise ValueError(f"pvl must be one of {PVL}, got {pvl!r}")
         self.lambda1, self.lambda2, self.pvl, self.paired = float(lambda1), float(lambda2), pvl, paired
         self.text_data = text_data
+        self.image_data = image_data
         self._episode_images: np.ndarray | None = None  # the episode's image order, for inter-batch L_p-vl
         self._batch_size = 0  # the episode's global batch size (a rank holds a share of each batch)
 
@@ -255,7 +319,7 @@ class DIMEFM(Method):
     def check_args(cls, args: MethodArgs, episode_size: int) -> None:
         """``teacher_policy`` "reuse": the teacher run must be stored (``DIMEFMArgs`` checks the rest)."""
         a = cast(DIMEFMArgs, args)
-        check_teacher_policy(a.teacher, a.teacher_policy)
+        check_teacher_policy(a.teacher, a.teacher_policy, a.teacher_checkpoint)
 
     @classmethod
     def check_config(cls, config: RunConfig) -> None:
@@ -276,12 +340,18 @@ class DIMEFM(Method):
                 f"context_length ({config.context_length}) must be the teacher's "
                 f"({teacher.context_length}): the student's texts go through the teacher's text tower"
             )
+        images = config.train_size if args.images is None else int(cast(dict, args.images)["images"])
         for spec in constructed_parts(args.texts):
-            if spec["queries"] > config.train_size:
+            if spec["queries"] > images:
                 raise ValueError(
                     f"texts: a constructed corpus of {spec['queries']} queries needs as many images; "
-                    f"the image corpus has train_size = {config.train_size}"
+                    f"the image corpus has {images} (train_size = {config.train_size})"
                 )
+        if args.images is not None and images < config.train.batch_size:
+            raise ValueError(
+                f"images: the folder holds {images} images, fewer than a batch (batch_size = "
+                f"{config.train.batch_size}): an epoch is a pass over the image corpus"
+            )
 
     @classmethod
     def wrap_model(cls, model: nn.Module, args: MethodArgs, trained: Trained) -> nn.Module:
@@ -290,53 +360,76 @@ class DIMEFM(Method):
         ``get_loss`` trains (``student_text_feat = teacher_text_feat``) and the zero-shot model of the official
         evaluation (``clip_vit_img_only.py``: the student's image encoder, CLIP-L/14's text encoder)."""
         a = cast(DIMEFMArgs, args)
-        check_teacher_policy(a.teacher, a.teacher_policy)  # "reuse": stored, or refused
+        check_teacher_policy(a.teacher, a.teacher_policy, a.teacher_checkpoint)  # "reuse": stored, or refused
         # before the teacher is loaded (or trained, which seeds torch's generator anew): a new projection is drawn
         # from the generator the student's own build seeded
         at_width(model.visual, embed_width(a.teacher.model))
-        teacher, _ = trained(a.teacher)
+        teacher, _ = teacher_of(a, trained)
         return CompositeCLIP(model, teacher)
 
     @classmethod
     def arguments(cls, args: MethodArgs, context: MethodContext) -> dict[str, Any]:
         """The teacher's features, computed once per run (cached on disk): ``data.extra["teacher_image"]`` of the
         unaugmented images (Supp A.1: teacher features are pre-extracted, the teacher sees no augmentation) and
-        ``teacher_text`` of the own captions, or the text corpus as ``text_data``."""
+        ``teacher_text`` of the own captions, or the text corpus as ``text_data``. With an image folder
+        (``images``) the image corpus is the folder's images (``image_data``) and the own captions, those of the
+        training pairs, are a text corpus apart (``text_data``)."""
         from vlp_lib.eval import (  # late: eval is heavy and imports the models
             encode_images,
             encode_texts,
         )
 
         a = cast(DIMEFMArgs, args)
-        teacher_config, texts = a.teacher, a.texts
-        # the loss' arguments (lambda1, lambda2, pvl, paired); the teacher and the texts become side data
-        kwargs = {k: v for k, v in a.kwargs().items() if k not in ("teacher", "teacher_policy", "texts")}
-        teacher, tokenizer = context.trained(teacher_config)
-        data = context.data
-        key = {"teacher": runs.config_hash(teacher_config.to_dict()), "images": image_corpus_key(context.config, data)}
+        texts = a.texts
+        # the loss' arguments (lambda1, lambda2, pvl, paired); the teacher and the corpora become side data
+        inputs_only = ("teacher", "teacher_policy", "texts", "teacher_checkpoint", "images")
+        kwargs = {k: v for k, v in a.kwargs().items() if k not in inputs_only}
+        teacher, tokenizer = teacher_of(a, context.trained)
+        pairs = context.data  # the run's training pairs: the image corpus, or (with a folder) the own captions
+        key = {"teacher": teacher_key(a), "images": image_corpus_key(context.config, pairs)}
+        data, image_key = pairs, key
+        if a.images is not None:
+            folder = inputs.folder_images(cast(Mapping[str, Any], a.images), context.config.image_size, "images")
+            data = PairedData(folder, [""] * len(folder), tokenize_all(context.tokenizer, [""] * len(folder)))
+            image_key = {**key, "images": {"folder": a.images, "image_size": context.config.image_size}}
         image_features = frozen_arrays(
-            "dimefm-teacher-images", key, lambda: {"features": encode_images(teacher, data.images)}, paper=PAPER
+            "dimefm-teacher-images", image_key, lambda: {"features": encode_images(teacher, data.images)}, paper=PAPER
         )["features"]
         data.extra["teacher_image"] = torch.from_numpy(np.asarray(image_features, np.float32))
+        kwargs["image_data"] = None if a.images is None else data
 
         def encode(sentences: list[str]) -> torch.Tensor:
             return encode_texts(teacher, tokenizer, list(sentences))
 
         if texts == OWN:
             stored = frozen_arrays(
-                "dimefm-teacher-texts", {**key, "texts": OWN}, lambda: {"features": encode(data.captions)}, paper=PAPER
+                "dimefm-teacher-texts", {**key, "texts": OWN}, lambda: {"features": encode(pairs.captions)}, paper=PAPER
             )
-            data.extra["teacher_text"] = torch.from_numpy(np.asarray(stored["features"], np.float32))
-            kwargs["text_data"] = None
+            own_features = torch.from_numpy(np.asarray(stored["features"], np.float32))
+            if a.images is None:
+                data.extra["teacher_text"] = own_features
+                kwargs["text_data"] = None
+                return kwargs
+            kwargs["text_data"] = PairedData(
+                images=np.zeros((len(pairs), *data.images.shape[1:]), np.uint8),  # never read: the pools keep apart
+                captions=list(pairs.captions),
+                tokens=pairs.tokens,
+                extra={"teacher_text": own_features},
+            )
             return kwargs
-        assert isinstance(texts, dict)  # not "own": a corpus spec (DIMEFMArgs checks it)
+        assert isinstance(texts, dict)  # not "own": a corpus spec or a text file (DIMEFMArgs checks it)
 
         def build() -> dict[str, Any]:
-            sentences = build_corpus(texts, query_features=data.extra["teacher_image"], encode=encode)
+            if inputs.is_text_file(texts):
+                sentences = inputs.read_text_file(texts, "texts")
+            else:
+                sentences = build_corpus(texts, query_features=data.extra["teacher_image"], encode=encode)
             return {"features": encode(sentences), "texts": sentences}
 
         # the constructed corpus depends on the image corpus (its queries); the others on the spec alone
-        text_key = {**key, "texts": texts} if constructed_parts(texts) else {"teacher": key["teacher"], "texts": texts}
+        text_key = (
+            {**image_key, "texts": texts} if constructed_parts(texts) else {"teacher": key["teacher"], "texts": texts}
+        )
         stored = frozen_arrays("dimefm-teacher-texts", text_key, build, paper=PAPER)
         sentences = list(stored["texts"])
         kwargs["text_data"] = PairedData(
@@ -350,7 +443,10 @@ class DIMEFM(Method):
     def training_data(self, data: PairedData) -> tuple[PairedData, Sampler | None]:
         """Own captions: the image corpus itself, texts in their own order (or paired). A text corpus: joined to
         the images (``paired.concat``; each side gets zeros for the other side's features, never read) and drawn
-        from its own pool, restarting when exhausted, as the code's text loader."""
+        from its own pool, restarting when exhausted, as the code's text loader. The images are ``data`` (the
+        run's training pairs) or, when the method has them, ``image_data`` (an image folder)."""
+        if self.image_data is not None:
+            data = self.image_data
         if self.text_data is None:
             return data, EpisodeSampler(paired=self.paired)
         dim = data.extra["teacher_image"].shape[1]

@@ -105,8 +105,8 @@ def rbf_bandwidth(x: ArrayLike, y: ArrayLike, *more: ArrayLike) -> float:
     All rows of ``x``, ``y`` (and ``more``) are pooled, the distances of all distinct pairs taken, pairs at
     distance 0 (duplicate rows) left out, and their median returned (Gretton et al. 2012, Sec. 8). The pooled
     N rows cost N (N - 1) / 2 float64 distances (64 MB at N = 4,000). This is the ``sigma`` that ``mmd`` and
-    ``mmd_matrix`` use for ``kernel="rbf"`` when no ``bandwidth`` is given: DIME-FM gives no kernel parameters
-    (chapter spec 2.2, ambiguity 4).
+    ``mmd_matrix`` use for ``kernel="rbf"`` when no ``bandwidth`` is given: DIME-FM gives no kernel parameters,
+    so the median heuristic is our choice.
     """
     names = ["x", "y"] + [f"more[{i}]" for i in range(len(more))]
     return _median_distance(_mmd_samples((x, y, *more), names))
@@ -127,7 +127,7 @@ def mmd(
                   - 2/(nm) sum_{i, j} k(x_i, y_j).
 
     It is unbiased, so for two samples of one distribution it scatters around 0 and may be slightly negative.
-    Kernels (DIME-FM Supp F names linear, polynomial and RBF without parameters; chapter spec 2.2, ambiguity 4):
+    Kernels (DIME-FM Supp F names linear, polynomial and RBF without parameters; the parameters here are our reading):
 
     - ``"linear"``: ``k(a, b) = a . b``; then MMD^2 is the squared distance of the two means;
     - ``"poly"``: ``k(a, b) = (a . b / D + 1) ** degree`` (scikit-learn's defaults: gamma = 1 / D, coef0 = 1,

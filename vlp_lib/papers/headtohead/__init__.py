@@ -14,5 +14,6 @@ CHAPTER = register(
         methods=(),
         order=60,
         reads=("protoclip", "pyramidclip", "iclip", "icmlm"),
+        measurements=("headtohead_calibration",),
     )
 )

@@ -1,4 +1,4 @@
-"""The class-only view of the world: iCLIP's ImageNet-21K stand-in (spec 3.3) and its class texts.
+"""The class-only view of the world: iCLIP's ImageNet-21K stand-in and its class texts.
 
 iCLIP (Wei et al., CVPR 2023) trains on image-text pairs (YFCC-14M) and labelled images (ImageNet-21K) at once;
 the labelled images are contrasted with texts made from their class names. In the world:
@@ -9,8 +9,8 @@ the labelled images are contrasted with texts made from their class names. In th
   "random prompt of the class name"; iCLIP ignores them and contrasts with ``class_texts``.
 - ``class_texts``: one text per class, ``prompt(name)`` or, with ``definitions``, the class name enriched with its
   dictionary definition (``vocab.DEFINITIONS``), by default ``"{prompt}, {definition}"`` ("a photo of a square, a
-  flat shape with four equal straight sides and four right angles"). The main paper's exact text format is not in
-  our sources (spec 3.2): ``text_format`` exposes the alternatives (e.g. ``"{name}, {definition}"``).
+  flat shape with four equal straight sides and four right angles"). The exact text format is not given in what
+  we could read of iCLIP (the supplement and the iCAR preprint's abstract): ``text_format`` exposes the alternatives (e.g. ``"{name}, {definition}"``).
 
 A text longer than the tokenizer's context is cut: ``context_needed`` says how many tokens the longest text
 takes, so a method can refuse a ``context_length`` that would truncate its class texts (the longest definition,
@@ -50,7 +50,7 @@ from vlp_lib.data.tasks import TASK_SEED_BASE
 from vlp_lib.data.world import Draws, generate
 from vlp_lib.papers.iclip import wordnet
 
-# The fields a class-text format may use, and the default (spec 3.2: "{prompt}, {definition}").
+# The fields a class-text format may use, and the default (our reading: the prompt, then the definition).
 TEXT_FIELDS: tuple[str, ...] = ("prompt", "name", "definition")
 DEFAULT_TEXT_FORMAT = "{prompt}, {definition}"
 # The templates of a class image's own caption (UniCL's random prompt): the zero-shot shape templates.

@@ -1,7 +1,7 @@
 """iCLIP's classification-as-contrast term and UniCL's multi-positive contrast (the iCLIP chapter's baseline).
 
-iCLIP (Wei et al., CVPR 2023). Only the supplement is in our sources and it has no equations, so L_cls below is
-a reconstruction (spec 3.2; ``shared/papers/iclip_main_facts.md`` 1.2) from the iCAR preprint's abstract: a
+iCLIP (Wei et al., CVPR 2023). Only the supplement was available to us and it has no equations, so L_cls below is
+our reconstruction from the iCAR preprint's abstract: a
 cosine classifier whose weights are the shared text encoder's features of the class texts,
 
     L_cls = -1/B sum_i log( exp(s <v_i, t_{y_i}>) / sum_{c in K} exp(s <v_i, t_c>) ),
@@ -10,7 +10,7 @@ with v_i, t_c L2-normalised and s = 1 / tau. The method (``papers.iclip.method``
 s (CLIP's temperature or its own) and whether the batch's alt-texts join K as negatives; the paper's choices are
 unknown. The image-text sub-batch keeps CLIP's loss (``losses.clip.clip_loss``): L = L_CLIP + alpha L_cls.
 
-UniCL (Yang et al., CVPR 2022; its paper is not in our sources, the form is spec 3.2's): one batch of (image,
+UniCL (Yang et al., CVPR 2022; the form below is our reading of its bidirectional contrastive loss): one batch of (image,
 text, label) triples, positives = every pair with the same label, targets T_ij = 1[y_i = y_j] / |P_i| in both
 directions (``losses.soft.multi_positive_targets``):
 
@@ -124,7 +124,7 @@ def class_text_contrast(
 def unicl_loss(
     image_features: torch.Tensor, text_features: torch.Tensor, labels: torch.Tensor, logit_scale: torch.Tensor | float
 ) -> torch.Tensor:
-    """UniCL's bidirectional multi-positive contrast (spec 3.2; module docstring) over a batch of triples: image
+    """UniCL's bidirectional multi-positive contrast (module docstring) over a batch of triples: image
     ``i`` and text ``j`` are positives when ``labels[i] == labels[j]`` (each image-text pair has a label of its own,
     a labelled image the label of its class). Features ``[B, D]`` L2-normalised by the caller, ``logit_scale`` =
     1 / tau. All labels distinct: CLIP's loss.

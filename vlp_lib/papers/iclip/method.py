@@ -1,8 +1,8 @@
 """iCLIP (Wei et al., CVPR 2023) and its baseline UniCL (Yang et al., CVPR 2022): every batch holds class-only
 labelled images (the ImageNet-21K stand-in, ``vlp_lib.papers.iclip.classes``) beside image-text pairs.
 
-The iCLIP loss is a reconstruction: the main paper is not in our sources (spec 3.2, ``iclip_main_facts.md`` 1.2),
-only the iCAR preprint's abstract (a cosine classifier whose weights are the shared text encoder's features of
+The iCLIP loss is a reconstruction: the main paper's equations were not available to us, only the iCAR preprint's
+abstract (a cosine classifier whose weights are the shared text encoder's features of
 dictionary-enhanced class names) and the supplement's ratio (Supp A, Tab. 1). The readings it leaves open are
 arguments (``ICLIPArgs``): the classes in the softmax (``class_set``: all | the batch's), the temperature
 (``temperature``: CLIP's shared one | its own), the batch's alt-texts as extra negatives of class images
@@ -20,8 +20,8 @@ iCLIP, per step, with f the image tower and h the text tower (shared by both ter
     v = f(images), t = h(alt-texts of the pair rows), c = h(class texts)   (class texts re-encoded every step)
     L = w_clip L_CLIP(v_it, t) + w_cls L_cls(v_cls, c, y)                  (papers.iclip.loss; 1 : 1)
 
-with L_CLIP ProtoCLIP's Eq. 1 and L_cls the reconstructed cosine classifier (``iclip_main_facts.md`` 1.2: the paper's
-equation numbers are unknown).
+with L_CLIP ProtoCLIP's Eq. 1 and L_cls the reconstructed cosine classifier (we could not read the main paper's
+equation numbers).
 
 UniCL: one batch of (image, text, label) triples: a class image's text is a random prompt of its class name
 (``papers.iclip.classes.class_prompt``, no definition), each image-text pair has a label of its own, and
@@ -97,7 +97,7 @@ CLASS_SOURCE, PAIR_SOURCE = "classes", "pairs"
 NO_CLASS = -1  # ``class_label`` of an image-text pair
 CLASS_SETS = ("all", "batch")  # L_cls's softmax: every class of the class data, or the classes in the batch
 TEMPERATURES = ("shared", "separate")  # L_cls's scale: CLIP's learnable one, or a learnable one of its own
-DEFAULT_WEIGHTS = {"clip": 1.0, "cls": 1.0}  # spec 3.2: L = L_cls + L_CLIP
+DEFAULT_WEIGHTS = {"clip": 1.0, "cls": 1.0}  # our reading: L = L_cls + L_CLIP, equal weights
 INIT_LOGIT_SCALE = math.log(1 / 0.07)  # open_clip's initial temperature, for a separate L_cls scale
 
 
@@ -268,7 +268,7 @@ class ClassMixing(Method):
         if needed > config.context_length:
             raise ValueError(
                 f"context_length ({config.context_length}) would truncate the {cls.name} class texts: "
-                f"the longest takes {needed} tokens with <sot>/<eot> (spec 3.2: use 32)"
+                f"the longest takes {needed} tokens with <sot>/<eot> (the iCLIP chapter uses 32)"
             )
 
     @classmethod

@@ -1,4 +1,5 @@
-"""The world's part-of-speech lexicon: ICMLM's tags mined from captions (spec 4.3, "POS tagger -> the world lexicon").
+"""The world's part-of-speech lexicon: ICMLM's tags mined from captions (this book's stand-in for
+the paper's POS tagger).
 
 ICMLM (Sariyildiz et al., Supp A) builds its label sets from captions with a POS tagger: the K most frequent nouns,
 adjectives and verbs (TP_Postag's tags, and the maskable tokens of ICMLM's triplets, Supp F.1). The world's

@@ -89,7 +89,7 @@ if TYPE_CHECKING:
 PAPER = paper_of_module(__name__)  # whose fingerprint keys what this module caches
 
 LABEL_SETS = ("label", "postag", "cluster")
-DEFAULT_K = {"postag": 50, "cluster": 24}  # spec 4.3: K 50 ↔ the paper's 5K tags, 24 / 240 ↔ 1K / 10K clusters
+DEFAULT_K = {"postag": 50, "cluster": 24}  # our scaling: K 50 ↔ the paper's 5K tags, 24 / 240 ↔ 1K / 10K clusters
 HEADS = ("tfm", "att-fc")
 OUTPUTS = ("linear", "lm")
 VOCABULARIES = ("full", "labels")

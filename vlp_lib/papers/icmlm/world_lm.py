@@ -1,4 +1,4 @@
-"""The world-LM: ICMLM's frozen BERT_base, in the world (spec 4.3, "BERT_base -> world-LM").
+"""The world-LM: ICMLM's frozen BERT_base, in the world (this book's stand-in).
 
 ICMLM (Sariyildiz et al.) encodes the masked caption with a pretrained BERT_base that stays frozen while the
 visual backbone and the fusion head train (Supp F.1: "we freeze the pretrained BERT_base model"). No pretrained

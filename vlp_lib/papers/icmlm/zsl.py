@@ -31,7 +31,7 @@ def shapes_colours_factors() -> np.ndarray:
 
 def shapes_colours_attributes() -> np.ndarray:
     """The class-level attribute vectors A_c of the ``shapes_colours`` classes (the stand-in of CUB's 312 and AWA2's
-    85 attributes, spec 4.3): float32 ``[100, 30]`` = [one-hot shape (20) ; one-hot colour family (5) ; one-hot
+    85 attributes; our stand-in): float32 ``[100, 30]`` = [one-hot shape (20) ; one-hot colour family (5) ; one-hot
     superclass (5)], rows in the task's class order. The attributes are exactly the world's generative factors, so
     this zero-shot task is easier than CUB / AWA2."""
     from vlp_lib.data import vocab
@@ -56,7 +56,7 @@ def zsl_split(
 ) -> tuple[np.ndarray, np.ndarray]:
     """A seen / unseen split of the classes (sorted class ids ``(seen, unseen)``) in which every value of every
     factor of an unseen class is held by some seen class: for ``shapes_colours_factors()``, every unseen class's
-    shape and colour are seen elsewhere (spec 4.3: 75 seen / 25 unseen), so its attributes can be learned.
+    shape and colour are seen elsewhere (our split, after AWA2's 40 seen / 10 unseen classes: 75 seen / 25 unseen), so its attributes can be learned.
 
     ``factors`` ``[C, F]`` int: each class's factor values. Uniformly random splits (``numpy`` generator of ``seed``)
     until one qualifies; ``ValueError`` naming ``n_unseen`` (outside [1, C - 1]) or, after ``max_tries``, saying that

@@ -2,7 +2,8 @@
 
 PyramidCLIP feeds its ROI relation branch ``R = {o_1..o_M}``, ``o_m = [o'_m ; z_m]``: a 2048-d ROI-pooled
 feature of a frozen, pre-trained detector plus the box ``z_m = (x0, y0, x1, y1)`` normalised, for the ``M = 10``
-most confident objects (§3.3, §4.1). Here (claims spec 1.3, "Detector (VinVL) -> frozen world detector"):
+most confident objects (§3.3, §4.1). Here (this book's stand-in: the world has no VinVL, so a frozen detector of
+the world's objects takes its place):
 
 - **Boxes** (``detect_boxes``): the world's ground-truth box of every object (1-3 per image), optionally
   jittered (``jitter``: Gaussian noise on each corner with sigma a fraction of the box's width / height), some
@@ -20,7 +21,8 @@ most confident objects (§3.3, §4.1). Here (claims spec 1.3, "Detector (VinVL) 
 - ``roi_features`` turns a world (or images + boxes) into ``features float32 [N, max_rois, 68]`` and
   ``mask bool [N, max_rois]`` (True = a real ROI; padding rows are zeros), computed once per (world, detector,
   box knobs) and cached by ``vlp_lib.cache.frozen_arrays``. As the paper's detector runs on the original
-  image, ROI features are computed once, unaugmented (spec 1.2, ambiguity 7).
+  image, ROI features are computed once, unaugmented (our reading: the paper does not say whether the detector
+  sees the augmented crop; §4.1 runs it once, offline).
 
 The detector itself is cached by ``vlp_lib.cache.frozen_model``: trained once per config and code version
 (about 24k crops, a few epochs: seconds on two cores).
@@ -475,7 +477,7 @@ def detect_boxes(
     false_positive_rate: float = 0.0,
     seed: int = 0,
 ) -> list[np.ndarray]:
-    """The stand-in detector's boxes: the ground-truth ``boxes`` with noise (claims spec 1.3).
+    """The stand-in detector's boxes: the ground-truth ``boxes`` with noise (module docstring).
 
     Per image ``i``, with its own generator ``default_rng([seed, i])`` (so a world's prefix gets the same boxes):
 

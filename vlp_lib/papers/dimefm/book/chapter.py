@@ -32,14 +32,16 @@ teacher (trained once, with seed 0, and stored like any run).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from vlp_lib import experiment
+from vlp_lib.book import data as book_data
 from vlp_lib.book import plan
 from vlp_lib.book.claims import (  # noqa: F401 (interaction_differences: the chapter's API)
     BEST_OF_RULE,
@@ -52,12 +54,14 @@ from vlp_lib.book.claims import (  # noqa: F401 (interaction_differences: the ch
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import EQUIVALENCE_RULE, EVERY_RULE, NONINFERIORITY_RULE
-from vlp_lib.config import scale_defaults
-from vlp_lib.data import corpora, vocab
+from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data import corpora, folder_tasks, real, vocab
 from vlp_lib.data.tasks import ROBUST_TASKS, SEVEN_TASKS, SHAPE_SET_A, SHAPE_SET_B
+from vlp_lib.papers.dimefm import inputs as dimefm_inputs
 from vlp_lib.papers.dimefm import mmd
 from vlp_lib.papers.dimefm.book import paper
 from vlp_lib.run_config import RunConfig
+from vlp_lib.suite import AVERAGE_GROUPS
 
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -299,6 +303,329 @@ def resolve_levels(levels: Any) -> list[str]:
     return [level for level in COVERAGE_LEVELS if level in levels]
 
 
+# --------------------------------------------------------------------------------------------------------------
+# the pages' data: the generated world, or the reader's pairs and DIME-FM's inputs beside them
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a page's runs train and are evaluated on, its notebook's data parameters read and checked
+    (``read_inputs``): ``train_data`` ("world", or real pairs: ``pairs`` of them, counted), ``eval_tasks`` (every
+    run's evaluation; ``None``: the chapter's world tasks, per row) and DIME-FM's inputs from files as specs
+    (``papers.dimefm.inputs``): ``teacher_checkpoint`` (``None``: the book trains the teacher),
+    ``unpaired_images`` (``None``: the image corpus is the training images) and ``unpaired_texts`` (``None``: the
+    text corpus is the training captions, drawn apart from the images). ``WORLD``: the chapter as built."""
+
+    train_data: str = "world"
+    eval_tasks: tuple[str, ...] | None = None
+    teacher_checkpoint: Mapping[str, Any] | None = None
+    unpaired_images: Mapping[str, Any] | None = None
+    unpaired_texts: Mapping[str, Any] | None = None
+    pairs: int = 0
+
+    @property
+    def world(self) -> bool:
+        """Whether the runs train on the generated world."""
+        return real.is_world(self.train_data)
+
+    @property
+    def own_corpora(self) -> bool:
+        """Whether the student's corpora are the reader's (real pairs, an image folder or a text file), not the
+        world's: then the rows built on the world's concepts (coverage, Supp G's settings (2) and (3), the
+        constructed corpus) are skipped."""
+        return not self.world or self.unpaired_images is not None or self.unpaired_texts is not None
+
+
+WORLD = Inputs()
+
+
+def read_inputs(
+    scale: str,
+    train_data: Any = "world",
+    eval_tasks: Any = None,
+    teacher_checkpoint: Any = None,
+    unpaired_images: Any = None,
+    unpaired_texts: Any = None,
+) -> Inputs:
+    """A page's data parameters as ``Inputs``, each checked before any compute (``ValueError`` naming it):
+    ``train_data`` and ``eval_tasks`` as ``experiment.make_config`` checks them (a CSV without its columns, a
+    folder task without both splits ...); ``unpaired_images`` an image folder with at least a batch of images,
+    decoded here once (and cached: refused past ``data.real.MAX_BAD_FRACTION`` undecodable files);
+    ``unpaired_texts`` a UTF-8 text file with a sentence; ``teacher_checkpoint`` a file that loads and fits the
+    teacher's architecture (the chapter's teacher model with the run's tokenizer)."""
+    sizes = dict(scale_defaults(scale), **CHAPTER_SCALES[scale])
+    if not isinstance(train_data, str):
+        raise ValueError(f"train_data must be 'world' or a path, got {train_data!r}")
+    tasks = None if eval_tasks is None else tuple(as_list("eval_tasks", eval_tasks))
+    if tasks is not None and not tasks:
+        raise ValueError("eval_tasks must name at least one task (None: the chapter's world tasks)")
+    base = Inputs(train_data, tasks, pairs=0 if real.is_world(train_data) else real.count_pairs(train_data))
+    _config(STUDENT, scale, 0, base)  # train_data and eval_tasks, checked by make_config
+    images = texts = checkpoint = None
+    if unpaired_images is not None:
+        images = dimefm_inputs.image_folder_spec(unpaired_images, "unpaired_images")
+        if images["images"] < sizes["batch_size"]:
+            raise ValueError(
+                f"unpaired_images: {unpaired_images!r} holds {images['images']} images, fewer than a batch "
+                f"({sizes['batch_size']} at scale {scale!r})"
+            )
+        dimefm_inputs.folder_images(images, sizes["image_size"], "unpaired_images")
+    if unpaired_texts is not None:
+        texts = dimefm_inputs.text_file_spec(unpaired_texts, "unpaired_texts")
+    if teacher_checkpoint is not None:
+        teacher = _config(TEACHER, scale, TEACHER_SEED, base)
+        checkpoint = dimefm_inputs.checkpoint_spec(teacher_checkpoint, teacher, "teacher_checkpoint")
+    return replace(base, teacher_checkpoint=checkpoint, unpaired_images=images, unpaired_texts=texts)
+
+
+def row_eval_tasks(row: Row, inputs: Inputs | None = None) -> list[str]:
+    """What ``row``'s runs evaluate: ``eval_tasks`` when the page names them, else the chapter's world tasks
+    (``FULL_EVAL``; Supp G's rows ``SWEEP_EVAL``, the coverage rows ``COVERAGE_EVAL``)."""
+    if inputs is not None and inputs.eval_tasks is not None:
+        return list(inputs.eval_tasks)
+    return {"class_a": SWEEP_EVAL, "coverage": COVERAGE_EVAL}.get(row.data, FULL_EVAL)
+
+
+WORLD_CORPORA = "the generated world's corpora (train_data='world', no unpaired_images, no unpaired_texts)"
+
+
+def skip_reason(row: Row, inputs: Inputs | None = None) -> str | None:
+    """Why ``row`` is not run on ``inputs`` (``None``: it runs): a row built on the world's concepts needs the
+    world's corpora, and a row needs the inputs it reads (the teacher's own run, the image corpus' captions)."""
+    inputs = WORLD if inputs is None else inputs
+    if row == TEACHER and inputs.teacher_checkpoint is not None:
+        return (
+            f"the teacher is read from teacher_checkpoint ({inputs.teacher_checkpoint['path']}), not trained by the "
+            "book: it has no run of its own to evaluate"
+        )
+    if row.data == "coverage" and inputs.own_corpora:
+        return (
+            f"the coverage corpus holds three of the world's colours ({', '.join(HELD_OUT)}) out of the world's "
+            f"images and puts back k single-object images of each: it needs {WORLD_CORPORA}"
+        )
+    if row.data == "coverage" and "colour" not in row_eval_tasks(row, inputs):
+        return "the coverage rows are judged by per-colour zero-shot on colour, a world task that eval_tasks leaves out"
+    if row.texts in ("independent", "partial") and inputs.own_corpora:
+        return (
+            "Supp G's settings (2) and (3) need a text corpus that names none of the image corpus' concepts (the "
+            "world's S_B captions for S_A images; with class-name prompts in (3)): the reader's corpora have no "
+            f"such split; it needs {WORLD_CORPORA}"
+        )
+    if row.texts == "constructed" and (not inputs.world or inputs.unpaired_images is not None):
+        return (
+            "the constructed corpus (Algorithm 1's stand-in) picks for each image the teacher-nearest sentence of a "
+            "pool of the generated world's sentences (NLP-like sentences, captions of another world seed), which "
+            "name nothing in real images"
+        )
+    if row.paired and (inputs.unpaired_images is not None or inputs.unpaired_texts is not None):
+        return (
+            "paired loading gives each image its own caption: the images of unpaired_images and the sentences of "
+            "unpaired_texts have no partner"
+        )
+    if row.method == "clip" and row.data == "corpus" and inputs.unpaired_images is not None:
+        return (
+            "C_small is CLIP on the student's image corpus with its captions: the images of unpaired_images have none"
+        )
+    return None
+
+
+def runnable(rows: Sequence[Row], inputs: Inputs | None = None) -> tuple[list[Row], dict[Row, str]]:
+    """``rows`` split into those that run on ``inputs`` and ``{row: why not}`` for the others (``skip_reason``)."""
+    reasons = {row: skip_reason(row, inputs) for row in rows}
+    return [r for r in rows if reasons[r] is None], {r: why for r, why in reasons.items() if why is not None}
+
+
+def mmd_skip_reason(inputs: Inputs | None = None) -> str | None:
+    """Why D6's MMD among the corpora is not computed on ``inputs`` (``None``: it is)."""
+    inputs = WORLD if inputs is None else inputs
+    if inputs.own_corpora:
+        return (
+            "D6 compares four corpora of the generated world: its images, their captions, an NLP corpus of the "
+            "world's words and the corpus Algorithm 1's stand-in builds from them; the reader's data has no NLP "
+            f"corpus and no constructed corpus; it needs {WORLD_CORPORA}"
+        )
+    if inputs.teacher_checkpoint is not None:
+        return (
+            "the MMD record is computed in the space of the book's own teacher run, and teacher_checkpoint replaces it"
+        )
+    return None
+
+
+def input_sources(scale: str, inputs: Inputs | None = None) -> dict[str, str]:
+    """Where the teacher, the student's image corpus and its text corpus come from on ``inputs``, for the page
+    (``vlp_lib.book.data.describe``)."""
+    inputs = WORLD if inputs is None else inputs
+    sizes = CHAPTER_SCALES[scale]
+    teacher_model = MODELS[scale]["teacher"]
+    if inputs.teacher_checkpoint is not None:
+        spec = inputs.teacher_checkpoint
+        teacher = (
+            f"read from teacher_checkpoint `{spec['path']}` (SHA-256 {spec['sha256'][:12]}...) into the chapter's "
+            f"teacher architecture, CLIP `{teacher_model}`; not trained by the book"
+        )
+    elif inputs.world:
+        teacher = (
+            f"CLIP `{teacher_model}` trained by the book on the world W_big ({sizes['teacher_size']:,} pairs, "
+            f"{_epochs(sizes['teacher_epochs'])})"
+        )
+    else:
+        teacher = (
+            f"CLIP `{teacher_model}` (larger than the student) trained by the book on `train_data` "
+            f"({inputs.pairs:,} pairs, {_epochs(sizes['teacher_epochs'])}), as it is trained on W_big on the world"
+        )
+    if inputs.unpaired_images is not None:
+        spec = inputs.unpaired_images
+        images = f"unpaired_images: the {spec['images']:,} images under `{spec['folder']}` (searched recursively)"
+    elif inputs.world:
+        images = (
+            f"the generated world's: the benchmark's, {sizes['corpus_size']:,} images of another world seed; Supp "
+            "G's and the coverage page's, as the page describes"
+        )
+    else:
+        images = (
+            f"the images of `train_data`'s {inputs.pairs:,} pairs, unpaired: the student never sees an image "
+            "with its caption"
+        )
+    if inputs.unpaired_texts is not None:
+        spec = inputs.unpaired_texts
+        texts = f"unpaired_texts: the {spec['sentences']:,} sentences of `{spec['path']}`, one a line"
+    elif inputs.world and inputs.unpaired_images is None:
+        texts = (
+            "the image corpus' own captions, drawn in an order independent of the images (Supp G's settings: "
+            "captions of other worlds, as the page describes)"
+        )
+    else:
+        texts = "the captions of `train_data`'s pairs, drawn in an order independent of the images (the pairs unpaired)"
+    return {"Teacher": teacher, "Image corpus (the student's)": images, "Text corpus (the student's)": texts}
+
+
+def _epochs(n: float) -> str:
+    return f"{n:g} epoch{'' if n == 1 else 's'}"
+
+
+def corpus_sizes(scale: str, inputs: Inputs | None = None) -> dict[str, int]:
+    """The pages' data sizes on ``inputs``: ``teacher`` (the teacher's and C_big's pairs), ``corpus`` (the
+    student's image corpus), ``sweep`` (Supp G's image corpus) and ``coverage`` (the coverage corpus); on real
+    pairs every one is the pairs counted, the image corpus ``unpaired_images``' images when given."""
+    inputs = WORLD if inputs is None else inputs
+    sizes = CHAPTER_SCALES[scale]
+    out = {k: sizes[f"{k}_size"] for k in ("teacher", "corpus", "sweep", "coverage")}
+    if not inputs.world:
+        out = dict.fromkeys(out, inputs.pairs)
+    if inputs.unpaired_images is not None:
+        out.update(corpus=int(inputs.unpaired_images["images"]), sweep=int(inputs.unpaired_images["images"]))
+    return out
+
+
+def image_passes(record: dict) -> int:
+    """Image-encoder passes in training of a run: its epochs times its image corpus (``train_size``, or the images
+    of its image folder)."""
+    config = record["config"]
+    folder = config.get("method_kwargs", {}).get("images")
+    return int(config["epochs"] * (folder["images"] if folder else config["train_size"]))
+
+
+def sweep_task(inputs: Inputs | None = None) -> tuple[str | None, str | None]:
+    """Supp G's zero-shot key and the task it is measured on, on ``inputs``: ``shapesA`` (the image corpus'
+    concepts) on the world, the headline task on real pairs (``metric_on``); ``(None, None)`` when the runs have
+    neither."""
+    inputs = WORLD if inputs is None else inputs
+    row = SWEEP["covered"][0]
+    key = metric_on(SHAPES_A, row, inputs)
+    if key is None:
+        return None, None
+    prefix = key.partition("/")[0]
+    task = next(t for t in row_eval_tasks(row, inputs) if folder_tasks.metric_name(t) == prefix)
+    return key, task
+
+
+def describe(scale: str, inputs: Inputs | None = None, skipped: Mapping[Row, str] | None = None) -> str:
+    """Markdown for the top of a page: the data and the evaluation (``vlp_lib.book.data.describe``), where the
+    teacher and the student's corpora come from, and the page's rows not run on this data, each with why."""
+    inputs = WORLD if inputs is None else inputs
+    text = book_data.describe(_config(STUDENT, scale, 0, inputs), input_sources(scale, inputs))
+    if skipped:
+        by_reason: dict[str, list[str]] = {}
+        for row, why in skipped.items():  # rows skipped for one reason on one line
+            by_reason.setdefault(why, []).append(row.label)
+        lines = "\n".join(f"- {'; '.join(labels)}: {why}" for why, labels in by_reason.items())
+        text += f"\n\n**Not run on this data.**\n\n{lines}"
+    return text
+
+
+def _eval_view(row: Row, inputs: Inputs) -> SimpleNamespace:
+    """The part of ``row``'s config that ``vlp_lib.book.data`` reads (its data and its evaluation tasks)."""
+    return SimpleNamespace(train_data=inputs.train_data, eval=SimpleNamespace(tasks=tuple(row_eval_tasks(row, inputs))))
+
+
+def metric_on(metric: str, row: Row, inputs: Inputs | None = None) -> str | None:
+    """The key that stands for ``metric`` in ``row``'s records on ``inputs`` (``None``: they have none), by
+    ``vlp_lib.book.data.HEADLINE_RULE``; on real pairs ``shapesA`` (Supp G's task: the image corpus' concepts,
+    when it is not evaluated) moves to the headline task as the world averages do."""
+    inputs = WORLD if inputs is None else inputs
+    view = _eval_view(row, inputs)
+    prefix, _, rest = metric.partition("/")
+    if prefix == "shapesA" and not inputs.world and prefix not in view.eval.tasks:
+        task = book_data.headline_task(view)
+        return f"{task}/{rest}" if task is not None else None
+    return book_data.metric_on_data(metric, view)
+
+
+def columns(metrics: Mapping[str, str], row: Row, inputs: Inputs | None = None) -> dict[str, str]:
+    """A table's ``{metric: column}`` as ``row``'s records on ``inputs`` give them (``metric_on``): a moved metric
+    named by its key, one the records lack left out, each key once."""
+    out: dict[str, str] = {}
+    for key, name in metrics.items():
+        on = metric_on(key, row, inputs)
+        if on is not None and on not in out:
+            old, new = key.partition("/")[0], on.partition("/")[0]
+            out[on] = name if on == key else (name.replace(old, new) if old in name else f"{name} ({new})")
+    return out
+
+
+def setting_names(inputs: Inputs | None = None) -> dict[str, str]:
+    """Supp G's settings as a page names them: ``SETTINGS``, setting (1) on the reader's corpora named by them."""
+    inputs = WORLD if inputs is None else inputs
+    if not inputs.own_corpora:
+        return dict(SETTINGS)
+    return {**SETTINGS, "covered": "(1) the page's corpora (their own texts)"}
+
+
+def claims_on(inputs: Inputs | None = None) -> list[Claim]:
+    """``CLAIMS`` as they read on ``inputs``: unchanged on the world with the chapter's own evaluation; otherwise a
+    claim on a row that is not run (``skip_reason``, ``mmd_skip_reason``) or on a metric its rows do not have
+    becomes "not run" with the reason, and the others read their metrics on the data (``metric_on``)."""
+    inputs = WORLD if inputs is None else inputs
+    if inputs == WORLD:
+        return list(CLAIMS)
+    out = []
+    for claim in CLAIMS:
+        reason = next((why for row in claim.rows() if (why := skip_reason(cast(Row, row), inputs)) is not None), None)
+        if reason is None and claim.kind == "every_draw":
+            reason = mmd_skip_reason(inputs)
+        if reason is not None or claim.kind == "every_draw":
+            out.append(claim if reason is None else replace(claim, kind="not_run", reason=reason))
+            continue
+        first = cast(Row, claim.rows()[0])
+        if claim.kind == "correlation":
+            if "shapes24" not in row_eval_tasks(first, inputs):
+                reason = "per-shape zero-shot is measured on shapes24, a world task that eval_tasks leaves out"
+            out.append(claim if reason is None else replace(claim, kind="not_run", reason=reason))
+            continue
+        metric = metric_on(claim.metric, first, inputs)
+        terms = tuple((sign, row, metric_on(m, cast(Row, row), inputs)) for sign, row, m in claim.terms)
+        read = [(claim.metric, metric), *((m, t[2]) for (_, _, m), t in zip(claim.terms, terms))]
+        missing = [m for m, on in read if on is None]
+        if metric is None or missing:
+            why = book_data.why_not(missing[0], _eval_view(first, inputs))
+            if inputs.world and missing[0].partition("/")[0] in AVERAGE_GROUPS:
+                why = f"{missing[0]} averages world tasks that eval_tasks leaves out"
+            out.append(replace(claim, kind="not_run", reason=why))
+            continue
+        out.append(replace(claim, metric=metric, terms=cast(tuple[tuple[int, Hashable, str], ...], terms)))
+    return out
+
+
 def _data(row: Row, sizes: dict[str, Any]) -> tuple[int, float, int, dict[str, Any]]:
     """(train size, epochs, world seed, world knobs) of ``row``'s data."""
     if row.data == "big":
@@ -329,8 +656,12 @@ def prompt_repeats(sizes: dict[str, Any]) -> int:
     return max(1, round(PROMPT_SHARE * n / (1 - PROMPT_SHARE) / len(SHAPE_SET_A)))
 
 
-def text_spec(texts: str, scale: str) -> Any:
-    """The DIME-FM ``texts`` argument (a corpus spec of ``vlp_lib.data.corpora``, or "own") of a row's ``texts``."""
+def text_spec(texts: str, scale: str, inputs: Inputs | None = None) -> Any:
+    """The DIME-FM ``texts`` argument (a corpus spec of ``vlp_lib.data.corpora``, or "own") of a row's ``texts``. On
+    the page's own corpora (``Inputs.own_corpora``) "own" and setting (1)'s "covered" are the page's text corpus:
+    ``unpaired_texts``' file, or the training pairs' captions ("own")."""
+    if inputs is not None and inputs.own_corpora and texts in ("own", "covered"):
+        return dict(inputs.unpaired_texts) if inputs.unpaired_texts is not None else "own"
     sizes = CHAPTER_SCALES[scale]
     pool = {
         "kind": "union",
@@ -364,24 +695,48 @@ def text_spec(texts: str, scale: str) -> Any:
     return specs[texts]
 
 
-def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
-    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute). A
-    DIME-FM row carries its teacher's config (``TEACHER`` at ``TEACHER_SEED``) in its ``method_args.teacher``."""
+def config(row: Row, scale: str = "laptop", seed: int = 0, inputs: Inputs | None = None) -> RunConfig:
+    """The validated run config of ``row`` (``experiment.make_config``; ``ValueError`` before any compute) on the
+    page's data ``inputs`` (``read_inputs``; default: the generated world, ``WORLD``). A DIME-FM row carries its
+    teacher's config (``TEACHER`` at ``TEACHER_SEED``) in its ``method_args.teacher``. ``ValueError`` for a row
+    that does not run on ``inputs`` (``skip_reason``)."""
+    inputs = WORLD if inputs is None else inputs
+    reason = skip_reason(row, inputs)
+    if reason is not None:
+        raise ValueError(f"row {row.label!r} is not run on this data: {reason}")
+    return _config(row, scale, seed, inputs)
+
+
+def _config(row: Row, scale: str, seed: int, inputs: Inputs) -> RunConfig:
+    """``config`` without the skip check: the teacher's config names its architecture even when its weights come
+    from ``teacher_checkpoint``. On the world (``inputs.world``) exactly the configs of the world's chapter; on
+    real pairs every row trains on ``train_data`` (the teacher's data and the image corpus are both the pairs:
+    C_big and C_small differ in their epochs), for its epochs over the pairs counted (over ``unpaired_images``'
+    images for a student distilled from them)."""
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
     size, epochs, world_seed, knobs = _data(row, sizes)
+    data: dict[str, Any] = dict(world_seed=world_seed, world_knobs=knobs, world_mix=world_mix(row, scale))
+    if not inputs.world:
+        size, data = inputs.pairs, dict(train_data=inputs.train_data)
+    if row.method == "dimefm" and inputs.unpaired_images is not None:
+        size = int(inputs.unpaired_images["images"])  # an epoch is a pass over the image corpus
     steps = int(epochs * (size // sizes["batch_size"]))
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     if row.method == "dimefm":
         kwargs = {
-            "teacher": config(TEACHER, scale, TEACHER_SEED),
-            "texts": text_spec(row.texts, scale),
+            "teacher": _config(TEACHER, scale, TEACHER_SEED, inputs),
+            "texts": text_spec(row.texts, scale, inputs),
             "paired": row.paired,
             "lambda1": row.lambda1,
             "lambda2": row.lambda2,
             "pvl": row.pvl,
         }
+        if inputs.teacher_checkpoint is not None:
+            kwargs["teacher_checkpoint"] = dict(inputs.teacher_checkpoint)
+        if inputs.unpaired_images is not None:
+            kwargs["images"] = dict(inputs.unpaired_images)
         extra["weight_decay"] = STUDENT_WEIGHT_DECAY
     elif row.method != "clip":
         raise ValueError(f"row.method must be 'clip' or 'dimefm', got {row.method!r}")
@@ -391,9 +746,7 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
         seed=seed,
         model=MODELS[scale][row.role],
         train_size=size,
-        world_seed=world_seed,
-        world_knobs=knobs,
-        world_mix=world_mix(row, scale),
+        **data,
         epochs=epochs,
         batch_size=sizes["batch_size"],
         augmentation=row.augmentation,
@@ -402,7 +755,7 @@ def config(row: Row, scale: str = "laptop", seed: int = 0) -> RunConfig:
         task_train=sizes["task_train"],
         task_test=sizes["task_test"],
         retrieval_images=sizes["retrieval_images"],
-        eval_tasks={"class_a": SWEEP_EVAL, "coverage": COVERAGE_EVAL}.get(row.data, FULL_EVAL),
+        eval_tasks=row_eval_tasks(row, inputs),
         eval_probes=row.probes,
         method_kwargs=kwargs,
         **extra,
@@ -435,21 +788,32 @@ def with_coverage_metrics(records: list[dict]) -> list[dict]:
     return records
 
 
-def run_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True) -> dict[Row, list[dict]]:
-    """Every row for every seed (stored runs are loaded, not retrained): ``{row: [record per seed]}``. The
-    teacher is trained once (``TEACHER_SEED``) whatever ``seeds``: its entry holds that one record."""
-    teacher = [r for r in rows if r == TEACHER]
+def _config_on(inputs: Inputs | None) -> plan.ConfigFn:
+    return lambda row, scale, seed: config(row, scale, seed, inputs)
+
+
+def run_rows(
+    rows: Sequence[Row], scale: str, seeds: Sequence[int], progress: bool = True, inputs: Inputs | None = None
+) -> dict[Row, list[dict]]:
+    """Every row for every seed on ``inputs`` (default: the world; stored runs are loaded, not retrained):
+    ``{row: [record per seed]}``. The teacher is trained once (``TEACHER_SEED``) whatever ``seeds``: its entry
+    holds that one record. Every config is built (and checked) first; a row that does not run on ``inputs`` is
+    refused (``config``): pass the rows ``runnable`` keeps."""
+    configs = {row: _config_on(inputs)(row, scale, TEACHER_SEED) for row in rows}  # every row checked first
     out: dict[Row, list[dict]] = {}
-    if teacher:
-        out[TEACHER] = [experiment.run(config(TEACHER, scale, TEACHER_SEED), progress=progress)]
-    out.update(plan.run_rows([r for r in rows if r != TEACHER], config, scale, seeds, progress))
+    if TEACHER in configs:
+        out[TEACHER] = [experiment.run(configs[TEACHER], progress=progress)]
+    out.update(plan.run_rows([r for r in rows if r != TEACHER], _config_on(inputs), scale, seeds, progress))
     return {row: with_coverage_metrics(records) for row, records in out.items()}
 
 
-def stored(row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict] | None:
-    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
+def stored(
+    row: Row, scale: str = "laptop", seeds: Sequence[int] | None = None, inputs: Inputs | None = None
+) -> list[dict] | None:
+    """The stored records of ``row`` for every seed on ``inputs`` (default: the world), or ``None`` if any is
+    missing (or stale)."""
     records = plan.stored(
-        row, config, scale, [TEACHER_SEED] if row == TEACHER else (seeds or resolve_seeds(scale, None))
+        row, _config_on(inputs), scale, [TEACHER_SEED] if row == TEACHER else (seeds or resolve_seeds(scale, None))
     )
     return None if records is None else with_coverage_metrics(records)
 
@@ -463,12 +827,16 @@ def training_seconds(records: Sequence[dict]) -> float:
 # D6: MMD among the image, caption, NLP and constructed corpora in the teacher's joint space (no training)
 
 
-def mmd_config(scale: str = "laptop") -> dict[str, Any]:
-    """The key of the MMD record in the results store: the teacher's config, every corpus and the sampling."""
+def mmd_config(scale: str = "laptop", inputs: Inputs | None = None) -> dict[str, Any]:
+    """The key of the MMD record in the results store: the teacher's config, every corpus and the sampling;
+    ``ValueError`` when ``inputs`` do not give the record (``mmd_skip_reason``)."""
+    reason = mmd_skip_reason(inputs)
+    if reason is not None:
+        raise ValueError(f"D6's MMD is not computed on this data: {reason}")
     sizes = CHAPTER_SCALES[scale]
     return {
         "scale": scale,
-        "teacher": config(TEACHER, scale, TEACHER_SEED).to_dict(),
+        "teacher": config(TEACHER, scale, TEACHER_SEED, inputs).to_dict(),
         "image_corpus": {"n": sizes["mmd_pool"], "seed": SEEDS["corpus"], "world_knobs": WORLD_KNOBS},
         "nlp": {"n": sizes["mmd_pool"], "seed": SEEDS["nlp"]},
         "constructed": text_spec("constructed", scale),
@@ -478,20 +846,27 @@ def mmd_config(scale: str = "laptop") -> dict[str, Any]:
     }
 
 
-def teacher_model(scale: str = "laptop") -> tuple[Any, Any, dict]:
-    """The trained teacher (eval mode), its tokenizer and its record (trained first if not stored)."""
-    record = experiment.run(config(TEACHER, scale, TEACHER_SEED))
+def teacher_model(scale: str = "laptop", inputs: Inputs | None = None) -> tuple[Any, Any, dict | None]:
+    """The teacher (eval mode), its tokenizer and its record: the teacher run on ``inputs`` (trained first if not
+    stored), or the weights of ``teacher_checkpoint`` (no record: ``None``)."""
+    inputs = WORLD if inputs is None else inputs
+    teacher = _config(TEACHER, scale, TEACHER_SEED, inputs)
+    if inputs.teacher_checkpoint is not None:
+        model, tokenizer = dimefm_inputs.load_teacher(inputs.teacher_checkpoint, teacher)
+        return model, tokenizer, None
+    record = experiment.run(teacher)
     model, tokenizer = experiment.load_trained(record)
     return model, tokenizer, record
 
 
-def teacher_zero_shot(scale: str = "laptop", task: str = "shapesA") -> float:
+def teacher_zero_shot(scale: str = "laptop", task: str = "shapesA", inputs: Inputs | None = None) -> float:
     """The teacher's own zero-shot top-1 on ``task``'s test split at the chapter's ``task_test`` size: the ceiling
-    of the Supp G students (the teacher run's suite does not evaluate ``shapesA``). Computed, not stored."""
+    of the Supp G students (the teacher run's suite does not evaluate ``shapesA``). Computed, not stored.
+    ``task`` may be an image-folder task (``folder:PATH``)."""
     from vlp_lib.data import tasks as task_lib
     from vlp_lib.eval import zero_shot_accuracy
 
-    model, tokenizer, _ = teacher_model(scale)
+    model, tokenizer, _ = teacher_model(scale, inputs)
     test = task_lib.load_task(task, "test", n=CHAPTER_SCALES[scale]["task_test"], scale=scale)
     return zero_shot_accuracy(model, tokenizer, test.images, test.labels, test.classnames, test.templates)["top1"]
 
@@ -515,11 +890,12 @@ def constructed_corpus(scale: str, model: Any, tokenizer: Any, image_features: A
     )
 
 
-def mmd_record(scale: str = "laptop", compute: bool = True) -> dict | None:
+def mmd_record(scale: str = "laptop", compute: bool = True, inputs: Inputs | None = None) -> dict | None:
     """D6's record (``mmd.corpus_mmd``): ``metrics["mmd2"][kernel][draw]`` is the 4 x 4 unbiased MMD^2 matrix of
     ``mmd.MMD_SETS`` (teacher space, L2-normalised, ``samples`` rows of each set per draw). Computed and stored when
-    missing (``compute``: loads the teacher, trained first if not stored), else ``None`` when not stored."""
-    return mmd.corpus_mmd_record(mmd_config(scale), compute)
+    missing (``compute``: loads the teacher, trained first if not stored), else ``None`` when not stored.
+    ``ValueError`` on ``inputs`` that do not give it (``mmd_skip_reason``)."""
+    return mmd.corpus_mmd_record(mmd_config(scale, inputs), compute)
 
 
 def mmd_frames(record: dict) -> dict[str, list[pd.DataFrame]]:
@@ -1016,11 +1392,15 @@ def mmd_checks(record: dict | None) -> dict[str, tuple[list[tuple[bool, bool]], 
 
 
 def claims_table(
-    results: Mapping[Row, Sequence[dict]], notebook: str | None = None, mmd: dict | None = None
+    results: Mapping[Row, Sequence[dict]],
+    notebook: str | None = None,
+    mmd: dict | None = None,
+    inputs: Inputs | None = None,
 ) -> pd.DataFrame:
     """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}`` (and the MMD
-    record): the same lines as the scorecard's, indexed by claim id."""
-    return _claims_table(CLAIMS, results, PAPER, notebook, CLAIM_NOTEBOOKS, mmd_checks(mmd))
+    record) as they read on ``inputs`` (``claims_on``; default: the world): the same lines as the scorecard's,
+    indexed by claim id."""
+    return _claims_table(claims_on(inputs), results, PAPER, notebook, CLAIM_NOTEBOOKS, mmd_checks(mmd))
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
