@@ -1,4 +1,4 @@
-"""DIME-FM's world tasks (spec 2.3): ``shapesA``, ``shapes24``, the four robustness variants of shapes10, and the
+"""DIME-FM's world tasks: ``shapesA``, ``shapes24``, the four robustness variants of shapes10, and the
 ``avg7`` / ``robust4`` averages of the suite."""
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def test_class_texts_and_the_context_they_need():
     assert plain[0] == "a photo of a square." and len(plain) == len(vocab.SHAPES)
     enriched = classes.class_texts(["wave", "letter f"])  # vocab.SHAPES order, whatever the given order
     assert enriched[0] == f"a photo of a letter f, {vocab.DEFINITIONS['letter f']}"
-    assert classes.context_needed(enriched) == 25  # spec 3.2: above the default 24
+    assert classes.context_needed(enriched) == 25  # above the default context of 24
     assert classes.class_texts(["ring"], text_format="{name}: {definition}") == [f"ring: {vocab.DEFINITIONS['ring']}"]
     for bad in ("{prompt}", "{prompt} {colour} {definition}", "{}, {definition}", "{prompt"):
         with pytest.raises(ValueError, match="text_format"):

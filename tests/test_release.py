@@ -39,6 +39,13 @@ def _executed(tmp_path, scale="laptop"):
     return executed
 
 
+@pytest.fixture(autouse=True)
+def committed(monkeypatch):
+    """The tests' releases are made from the working tree as it is (``release.make`` refuses uncommitted code: tested
+    on its own below)."""
+    monkeypatch.setattr(release, "uncommitted", lambda chapter: [])
+
+
 def _store_one_iclip_run(seed=0, value=0.3):
     config = iclip.config(iclip.ICLIP, "laptop", seed)
     runs.save(experiment.RUN_KIND, config.to_dict(), {"avg3/linear": value}, {}, paper=experiment.paper(config))
@@ -230,3 +237,24 @@ def test_verify_takes_a_chapters_measurements_from_the_release(tmp_path):
     ).read_text()
     assert release.compare_records(release_store, remade_store, measured=frozenset(kinds)) == ([], 0)
     assert release.compare_records(release_store, remade_store)[1] == 1
+
+
+def test_a_release_names_a_commit_a_reader_can_check_out(tmp_path, monkeypatch):
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run()
+    monkeypatch.setattr(release, "uncommitted", lambda chapter: ["vlp_lib/runs.py"])
+    with pytest.raises(ValueError, match="vlp_lib/runs.py differ from the last commit: commit them first"):
+        release.make(["iclip"], "laptop", executed, target)
+    monkeypatch.setattr(release, "uncommitted", lambda chapter: [])
+    manifest = release.make(["iclip"], "laptop", executed, target)
+    assert manifest["chapters"]["iclip"]["commit"] == release.head_commit()
+    # an entry made from a dirty tree: check says so, and recommit names the commit whose files made its numbers
+    manifest["chapters"]["iclip"]["commit"] += "-dirty"
+    (target / release.MANIFEST).write_text(json.dumps(manifest))
+    assert any("cannot be checked out" in p for p in release.check(target, complete=False))
+    found = release.recommit(target)
+    head_files = release._blob_sha256(release.head_commit(), ["vlp_lib/runs.py"])
+    if release._file_hashes("core")["vlp_lib/runs.py"] == head_files["vlp_lib/runs.py"]:
+        assert found["iclip"] is not None and release.check(target, complete=False) == []
+    # files no commit ever held: no commit to name
+    assert release.commit_of({"files": {"core": {"vlp_lib/runs.py": "0" * 64}}}) is None

@@ -5,6 +5,7 @@ the check that today's code re-makes them.
     python -m vlp_lib.book.release install                          # the release's pages into book/executed
     python -m vlp_lib.book.release restore                          # its records into the results store
     python -m vlp_lib.book.release check                            # the release whole: pages, records, checksums
+    python -m vlp_lib.book.release recommit                         # name commits that exist for old entries
     python -m vlp_lib.book.release verify [chapters]                # re-make from empty caches, compare
 
 ``release/`` holds ``executed/<notebook>.ipynb`` (cleaned executed notebooks, figures as embedded PNGs: they open on
@@ -13,6 +14,10 @@ release's scale, gzip-compressed: a training record is about 105 kB of JSON, mos
 compressed) and ``manifest.json``: per chapter its notebooks, the commit, the code fingerprints of its scopes
 (``runs.code_fingerprint``) with a hash per fingerprinted file, the date, the machine, the scale, the seeds and each
 notebook's minutes; per record file its SHA-256.
+
+``make`` ships only committed work: a chapter whose code (``vlp_lib/``) or notebooks differ from the last commit is
+refused, so the manifest names a commit a reader can check out (``recommit`` finds one for entries made before this
+rule: the newest commit whose fingerprinted files are those that made the numbers).
 
 ``install`` copies the release's pages into ``book/executed/`` with a provenance note under each page's title:
 where its numbers come from (commit, date, machine, scale, seeds) and, when the code its runs depend on has changed
@@ -39,6 +44,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -92,6 +98,89 @@ def _file_hashes(scope: str) -> dict[str, str]:
     return {path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path) for path in paths}
 
 
+def _git(*args: str, stdin: str | None = None) -> str | None:
+    """``git args`` in the repository: its output, or ``None`` where git or the repository is not there."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, input=stdin, capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def uncommitted(chapter: str) -> list[str]:
+    """The files a chapter's pages come from that differ from the last commit (changed, staged or untracked): the
+    package's code (``vlp_lib/``: the fingerprinted files that make the numbers and the book side that shows them) and
+    the chapter's notebooks. ``ValueError`` outside a git repository."""
+    paths = ["vlp_lib", *(f"notebooks/{nb}.ipynb" for nb in CHAPTERS[chapter])]
+    out = _git("status", "--porcelain", "--untracked-files=all", "--", *paths)
+    if out is None:
+        raise ValueError("a release is made from a git checkout: git status failed in " + str(REPO_ROOT))
+    return sorted({line[3:].strip() for line in out.splitlines() if line.strip() and "__pycache__" not in line})
+
+
+def head_commit() -> str:
+    """The commit checked out (``ValueError`` outside a git repository)."""
+    out = _git("rev-parse", "HEAD")
+    if out is None:
+        raise ValueError("a release is made from a git checkout: git rev-parse HEAD failed in " + str(REPO_ROOT))
+    return out.strip()
+
+
+def _blob_sha256(commit: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """SHA-256 of each of ``paths`` as committed at ``commit`` (``None``: not in that commit)."""
+    out: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            blob = subprocess.run(
+                ["git", "show", f"{commit}:{path}"], cwd=REPO_ROOT, capture_output=True, timeout=60, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            blob = None
+        out[path] = hashlib.sha256(blob.stdout).hexdigest() if blob is not None and blob.returncode == 0 else None
+    return out
+
+
+def commit_of(entry: dict[str, Any]) -> str | None:
+    """The newest commit at which every fingerprinted file of a manifest entry (``entry["files"]``) is the one that
+    made its numbers, or ``None``: a commit a reader can check out to re-make them."""
+    wanted = {path: digest for files in entry.get("files", {}).values() for path, digest in files.items()}
+    history = _git("rev-list", "HEAD")
+    for commit in (history or "").split():
+        if _blob_sha256(commit, sorted(wanted)) == wanted:
+            return commit
+    return None
+
+
+def _is_checkable(commit: str | None) -> bool:
+    """Whether ``commit`` names a commit a reader can check out: not a dirty tree's, not unknown, and in this
+    repository's history where that can be told (a git checkout with its whole history)."""
+    if not commit or str(commit).endswith("-dirty"):
+        return False
+    if (_git("rev-parse", "--is-shallow-repository") or "").strip() != "false":
+        return True  # no git, or a shallow clone: the history is not here to look the commit up in
+    return _git("cat-file", "-e", f"{commit}^{{commit}}") is not None
+
+
+def recommit(release: Path = RELEASE_DIR) -> dict[str, str | None]:
+    """Give every manifest entry whose commit cannot be checked out (a ``-dirty`` tree's, or unknown) the commit at
+    which its fingerprinted files are those that made its numbers (``commit_of``); returns ``{chapter: commit}`` of
+    the entries looked at (``None``: no commit has those files)."""
+    manifest = read_manifest(release)
+    if manifest is None:
+        return {}
+    found = {}
+    for name, entry in manifest["chapters"].items():
+        if _is_checkable(entry.get("commit")):
+            continue
+        found[name] = commit_of(entry)
+        if found[name] is not None:
+            entry["commit"] = found[name]
+    (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return found
+
+
 def _paper_chapter(name: str) -> Chapter | None:
     """The registered paper chapter ``name``, ``None`` for the book's own chapters (world, baseline, scorecard)."""
     return next((c for c in paper_chapters() if c.name == name), None)
@@ -132,7 +221,7 @@ def chapter_entry(chapter: str, scale: str, executed_dir: Path = EXECUTED_DIR) -
     seconds = times.get("seconds", {}) if times.get("scale") == scale else {}
     return {
         "notebooks": notebooks,
-        "commit": runs.git_commit(),
+        "commit": head_commit(),
         "fingerprints": {scope: runs.code_fingerprint(scope) for scope in _scopes(chapter)},
         "files": {scope: _file_hashes(scope) for scope in _scopes(chapter)},
         "date": datetime.date.today().isoformat(),
@@ -176,6 +265,14 @@ def make(
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"chapters": {}, "records": {}}
     if manifest.get("scale", scale) != scale:
         raise ValueError(f"the release is at scale {manifest['scale']!r}; make it again from scratch for {scale!r}")
+    for name in chosen:
+        changed = uncommitted(name)
+        if changed:
+            shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+            raise ValueError(
+                f"chapter {name}: {shown} differ from the last commit: commit them first, so that the manifest names "
+                "a commit a reader can check out"
+            )
     entries = {name: chapter_entry(name, scale, executed_dir) for name in chosen}
     shipped = list(_store_records(scale))
     for name in chosen:
@@ -297,6 +394,11 @@ def check(release: Path = RELEASE_DIR, complete: bool = True) -> list[str]:
     if missing and complete:
         problems.append(f"chapters not in the release: {missing}")
     for name, entry in manifest["chapters"].items():
+        if not _is_checkable(entry.get("commit")):
+            problems.append(
+                f"{name}: commit {entry.get('commit')!r} cannot be checked out (`python -m vlp_lib.book.release "
+                "recommit` finds the commit whose files made its numbers)"
+            )
         for nb in entry["notebooks"]:
             page = release / PAGES / f"{nb}.ipynb"
             if not page.exists():
@@ -505,6 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--scale", default="laptop")
     sub.add_parser("install", help="the release's pages into book/executed (pages executed here are kept)")
     sub.add_parser("restore", help="the release's records into the working results store (records there are kept)")
+    sub.add_parser("recommit", help="name, for each chapter, a commit whose files made its numbers (not a dirty tree)")
     p = sub.add_parser("check", help="the release whole: every chapter, page, record and its checksum")
     p.add_argument("--partial", action="store_true", help="check what is shipped so far; name the chapters missing")
     p = sub.add_parser("verify", help="re-make chapters from empty caches and compare with the release")
@@ -524,6 +627,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"installed from the release: {', '.join(installed) or 'nothing (no release, or every page executed here)'}"
             )
+        elif args.command == "recommit":
+            for name, commit in recommit().items():
+                print(f"{name}: {commit or 'no commit has the files that made its numbers'}")
         elif args.command == "restore":
             print(f"restored {restore()} records of the release into {results_dir()}")
         elif args.command == "check":

@@ -1,5 +1,5 @@
-"""The numbers the DIME-FM sources report (Sun et al., ICCV 2023: ``shared/papers/dimefm_supplementary.md``, the
-supplement, and ``shared/papers/dimefm_main_facts.md``: the abstract, the official README and code), in one place.
+"""The numbers the DIME-FM sources report (Sun et al., ICCV 2023: its supplement, its abstract, and the official
+README and code at github.com/sunxm2357/DIME-FM), in one place.
 Every table and claim of the chapter shows them beside ours; none is ever used as a result.
 
 The main paper's text could not be obtained: its Table 1, Sec. 4.5 and Figs. 4-5 are known only through what the
@@ -32,8 +32,8 @@ README = {
     "NLP texts": (66.5, 56.4, 79.2, 50.2),
     "IN-21K prompts + captions + downstream prompts": (66.1, 57.7, 79.4, None),
 }
-# OpenAI's published ImageNet zero-shot top-1 of CLIP-ViT-B/32: not in the DIME-FM sources (main_facts.md, for
-# orientation only); the abstract says the student is "on par" with it.
+# OpenAI's published ImageNet zero-shot top-1 of CLIP-ViT-B/32: not in what we read of DIME-FM (it is CLIP's
+# own, Radford et al. 2021, for orientation only); the abstract says the student is "on par" with it.
 CLIP_B32_IN1K = 63.2
 
 # Supp E: ELEVATER zero-shot over the 18 sets without PatchCamelyon and KITTI (the teacher is poor on both)
@@ -105,7 +105,7 @@ SOURCE_DEFECTS = [
     "the README 66.5% (56.4%): different models (an earlier or caption-text variant), or an inconsistency.",
     "Supp Table 4: the NLP-text student's five cells average 50.12, printed as 50.2 (rounded up; 50.1 is right).",
     "Supp G defines its three settings only by curve colours (cyan, orange, purple) and cites the main paper's "
-    "Eq. 6 and Eq. 10 and Algorithm 1, which are not in our sources: the loss form (1 - l1) L_vl + l1 L_p-vl + "
+    "Eq. 6 and Eq. 10 and Algorithm 1, which we could not read: the loss form (1 - l1) L_vl + l1 L_p-vl + "
     "l2 L_udist is inferred from the supplement and the code, and the sentence selection is a stand-in.",
 ]
 

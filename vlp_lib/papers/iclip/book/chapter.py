@@ -12,7 +12,7 @@ Setting (scaled down; "laptop"):
   r of them class images (``MixedSampler``'s epochs count the pairs): at r = 0.9 the pairs get 4,096 samples.
   (At 2 epochs CLIP was at chance on shapes10, 11.9% against 10%, and every comparison measured only how soon a
   model starts to learn; 4 is what the chapter's budget allows, 6 gave CLIP 23%.)
-  "Full" trains 1.5 E (spec 3.3: IN-21K twice as large, the samples of an epoch over both sets 1.5 times).
+  "Full" trains 1.5 E (our reading of Supp Tab. 1: IN-21K twice as large, the samples of an epoch over both sets 1.5 times).
 - Every run: ``rn-tiny`` at 32 px, ``context_length`` 32 (the longest class text takes 25 tokens), zero-shot and
   retrieval only (no probe reads a claim). **Retrieval** on two sets: the MS-COCO stand-in ("retrieval": 1-3
   objects) and the Flickr30K stand-in ("retrieval2": 1-2 objects, clutter 0.3, its own seed), five paraphrases
@@ -89,9 +89,9 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         warmup_fraction=0.1,
     ),
 }
-CONTEXT_LENGTH = 32  # spec 3.2: prompt + name + the longest definition ("letter f") take 25 tokens
+CONTEXT_LENGTH = 32  # prompt + name + the longest definition ("letter f") take 25 tokens
 CLASS_SEED = 2_001  # the class-only world's seed (below the tasks' seeds, apart from every training world)
-FULL_FACTOR = {"class_images": 2, "epochs": 1.5}  # "full IN-21K" (spec 3.3)
+FULL_FACTOR = {"class_images": 2, "epochs": 1.5}  # "full IN-21K" (Supp Tab. 1), as we read it
 RATIOS: tuple[float, ...] = tuple(r for r in paper.TABLE1 if r > 0)  # Supp Tab. 1: 0.1 ... 0.9
 # shapes10 = IN-1K; shapes_colours, colour, background, count: coverage beyond the class data's shapes (I5's profile)
 ZS_TASKS = ["shapes10", "shapes_colours", "colour", "background", "count"]
@@ -106,9 +106,7 @@ IN1K_RULE = (
     "eval_tasks, whose classes the class data covers as IN-21K covers IN-1K's when the class data is that task's "
     "train split (the default)."
 )
-FOLDER_FULL_REASON = (
-    "'full IN-21K' doubles the class images (spec 3.3), and the class folders' images are all the class data there is"
-)
+FOLDER_FULL_REASON = "'full IN-21K' doubles the class images (our reading of Supp Tab. 1), and the class folders' images are all the class data there is"
 
 
 @dataclass(frozen=True)
@@ -425,7 +423,8 @@ def comparison_metrics(cfg: RunConfig) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# zero-shot with definition-enhanced prompts (spec 3.2: report both; whether iCLIP evaluates so is unverified)
+# zero-shot with definition-enhanced prompts (both are reported: whether iCLIP evaluates so
+# is not in what we could read)
 
 
 def prompt_table(results: dict[Row, list[dict]], rows: Sequence[Row]) -> pd.DataFrame:

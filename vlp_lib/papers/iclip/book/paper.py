@@ -1,6 +1,6 @@
-"""The numbers the iCLIP supplement reports (``shared/papers/iclip_supplementary.md``), in one place. Every table
+"""The numbers the iCLIP supplement reports (Wei et al., CVPR 2023, supplementary material), in one place. Every table
 and claim of the chapter shows them beside ours; none is ever used as a result. The main paper's text could not be
-obtained (``shared/papers/iclip_main_facts.md``). Accuracies and recalls in percent, as printed.
+obtained (only its abstract and the abstract of its preprint, iCAR). Accuracies and recalls in percent, as printed.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ TABLE3: dict[str, tuple[float, ...]] = {
 }
 TABLE3_AVERAGE = {"CLIP-ViT-B/16": 68.8, "OpenCLIP-ViT-B/16": 70.9, "iCLIP": 70.6}
 
-# What the sources say of the source itself (spec 3.1, checked against the supplement): two rows repeat others
+# What the sources say of the source itself (checked against the supplement): two rows repeat others
 SOURCE_DEFECTS = (
     "Supp Tab. 2's reproduced UniCL (half IN-21K) has COCO IR / TR 12.5 / 21.2, exactly CLIP's 100%-YFCC row of "
     "Supp Tab. 1: a coincidence or a copy error.",

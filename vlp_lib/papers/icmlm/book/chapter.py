@@ -7,14 +7,14 @@ Setting (scaled down; "laptop"):
   object of a multi-object image half the time, as COCO captions omit objects), 5,120 pairs, one caption each.
 - **Backbone** = ``rn-tiny`` at 64 px, read as an image-only model (``models.ImageOnly``): its last map X is 2×2
   (layer4, 512 channels), the three last maps (layer2-4: 8×8, 4×4, 2×2) are the C-11 / C-12 / C-13 analogue.
-  Measured before fixing it (spec 4.3 asks for both): ``vit-tiny`` at 32 px (an 8×8 token grid) trained at 384
+  Measured before fixing it (both were candidates): ``vit-tiny`` at 32 px (an 8×8 token grid) trained at 384
   samples/s and reached 13% ``shapes_colours`` linear after 10,240 TP_Postag samples; ``rn-tiny`` at 64 px at 995
   samples/s and 27%. The 2×2 map leaves ICMLM's attention only four cells to choose among: said in the chapter.
 - **TP_*** (Supp Tab. 1): 2 epochs (10,240 samples), AdamW (the book's recipe, not the paper's SGD), batch 128.
 - **ICMLM** (Supp Tab. 2, B): starts from the same seed's TP_Postag run (Supp F.1: ResNet-50 ICMLM is initialised
   from a TP_Postag checkpoint) and trains 2 more epochs, one masked label-set token per image per step; the
   frozen world-LM (``world_lm``) stands in for BERT_base. **TP_Postag-2×** trains TP_Postag for the same 20,480
-  samples in all: the compute-fair control the paper lacks (spec 4.2, confound 4).
+  samples in all: the compute-fair control the paper lacks (its ICMLM trains 20x the TP samples).
 - **Targets** (Supp F.2): "VOC" = ``objects_shift/map`` (64 px, clutter 0.4: a shifted test world), "COCO" =
   ``objects/map`` (in distribution), both with one-vs-all linear SVMs on L2-normalised GAP features
   (``eval.multilabel_svm_probe``); "IN-1K" = ``shapes_colours/linear`` (100 classes, logistic regression).
@@ -109,7 +109,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
 # 1x1 and leaves ICMLM's attention nothing to choose), ICMLM's ResNet-50 at 224 px at paper scale.
 WORLD_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0)  # COCO's captions: written for the image, no web noise
 WARMUP_FRACTION = 0.1
-K_DEFAULT = 50  # spec 4.3: K = 50 of the world's ~150 content words <-> the paper's 5K tags
+K_DEFAULT = 50  # our scaling: K = 50 of the world's ~150 content words <-> the paper's 5K tags
 K_SWEEP = (10, 25, 50, 100)  # <-> 1K / 2.5K / 5K / 10K (Supp Tab. 1, right)
 CLUSTERS = 24  # TP_Cluster's K <-> 1K clusters
 ZSL_LAYERS = 3  # the C-11 / C-12 / C-13 analogue: rn-tiny's layer2, layer3, layer4
@@ -856,7 +856,7 @@ def _claims() -> list[Claim]:
             value = (
                 f">= +{paper_gains[i]} pp (Supp B, both heads)"
                 if paper_gains
-                else "not in the paper (its ICMLM trains 20x the TP samples; spec 4.2, confound 4)"
+                else "not in the paper (its ICMLM trains 20x the TP samples)"
             )
             out.append(
                 Claim(

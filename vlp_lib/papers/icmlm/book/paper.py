@@ -1,6 +1,6 @@
-"""The numbers the ICMLM supplement reports (``shared/papers/icmlm_supplementary.md``), in one place. Every table and
+"""The numbers the ICMLM supplement reports (Sariyildiz et al., ECCV 2020, supplementary material), in one place. Every table and
 claim of the chapter shows them beside ours; none is ever used as a result. The main paper's text could not be
-obtained (``shared/papers/icmlm_main_facts.md``). mAP and top-1 in percent, as printed; ResNet-50 trained on COCO
+obtained (only its abstract and Fig. 1). mAP and top-1 in percent, as printed; ResNet-50 trained on COCO
 unless said otherwise.
 """
 

@@ -1,6 +1,6 @@
 """The numbers the ProtoCLIP paper reports, in one place. Every table and claim of the chapter shows them beside ours.
 
-Values are copied from the papers' text and tables (``../shared/papers``), never used as results.
+Values are copied from the papers' text and tables (Chen et al., IEEE TNNLS; arXiv 2206.10996), never used as results.
 """
 
 from __future__ import annotations

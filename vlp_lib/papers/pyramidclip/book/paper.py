@@ -1,4 +1,4 @@
-"""The numbers the PyramidCLIP paper reports (Gao et al., arXiv v1: ``shared/papers/pyramidclip.md``), in one place.
+"""The numbers the PyramidCLIP paper reports (Gao et al., arXiv 2204.14095 v1), in one place.
 Every table and claim of the chapter shows them beside ours; none is ever used as a result.
 
 Keys are (method, image encoder); ``CLIP`` is the authors' own implementation (CLIP◊) throughout.
