@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vlp_lib import experiment
+from vlp_lib import experiment, runs
 from vlp_lib.book import report
 from vlp_lib.papers.headtohead.book import chapter
 from vlp_lib.papers.headtohead.book.chapter import CLIP, VARIANTS, Calibration, Row, Run
@@ -184,6 +184,13 @@ def test_the_stored_calibration_chooses_the_equal_seconds_runs(tmp_path, monkeyp
     settled = chapter.settle_calibration("smoke", seeds, wider)
     assert settled.seconds_per_sample == {CLIP: 1e-3, "protoclip": 1.5e-3, "unicl": 1.3e-3}
     assert settled.clip_seconds == 20.0 and chapter.saved_calibration("smoke", seeds) == settled
+    # a record of other code still chooses the runs (a change of code re-makes them, it does not choose others)
+    path = runs.record_path(chapter.CALIBRATION_KIND, chapter._calibration_key("smoke", seeds, chapter.WORLD))
+    record = json.loads(path.read_text())
+    record["code_fingerprint"] = "0" * 16
+    record["checksum"] = runs.checksum(record)
+    path.write_text(json.dumps(record))
+    assert not runs.current(record) and chapter.saved_calibration("smoke", seeds) == settled
     # other seeds or other data: another record
     assert chapter.saved_calibration("smoke", [0, 1, 2]) is None
     assert chapter.saved_calibration("smoke", seeds, chapter.Data(train_data="pairs.csv")) is None
