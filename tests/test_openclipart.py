@@ -69,7 +69,8 @@ def test_build_writes_pairs_tasks_and_counts(package, tmp_path):
     assert set(m["tasks"]["category"]) == {"animals", "food"} and set(m["tasks"]["subcategory"]) == {"animals.birds"}
     for split in ("train", "test"):
         assert sorted(p.name for p in (built.folder / "category" / split).iterdir()) == ["animals", "food"]
-    test_images = sum(len(list((built.folder / "category" / "test" / c).iterdir())) for c in ("animals", "food"))
+    test_images = sum(len(list((built.folder / "category" / "test" / c).rglob("*.png"))) for c in ("animals", "food"))
+    assert (built.folder / "category" / "train" / "animals" / "birds").is_dir()  # the sub-folder kept below
     assert test_images == m["tasks"]["category"]["animals"]["test"] + m["tasks"]["category"]["food"]["test"]
     # images: the size asked for, the drawing's aspect ratio kept on white
     from PIL import Image

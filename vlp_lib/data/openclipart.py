@@ -16,7 +16,8 @@ What ``build`` writes under ``data_dir()/openclipart/<size>px/``:
   ``summary`` = the title alone, PyramidCLIP's summary level); ``pairs_<variant>.csv`` for each caption variant
   (``CAPTIONS``: the title; the title and the description, the default; the keywords);
 - ``test_pairs.csv``: the held-out pairs (same columns), for retrieval;
-- ``category/{train,test}/<category>/`` and ``subcategory/{train,test}/<category>.<sub>/``: image-folder tasks
+- ``category/{train,test}/<category>/`` and ``subcategory/{train,test}/<category>.<sub>/`` (a class folder keeps
+  the drawings' folders below it: two sub-folders may hold drawings of one name): image-folder tasks
   (``folder:PATH``) of the categories, and of the sub-folders, with at least ``MIN_CLASS`` drawings (``unsorted``
   and ``special`` are not categories of content: ``NOT_CATEGORIES``); their train split is the training pairs'
   images, their test split the held-out ones;
@@ -293,8 +294,9 @@ def build(
     for key in ("category", "subcategory"):
         groups = classes(chosen, key)
         for name, group in groups.items():
+            depth = 1 if key == "category" else 2  # the class folder keeps the drawing's folders below it
             for d in group:
-                target = staging / key / d.split / name / Path(d.image).name
+                target = staging / key / d.split / name / Path(*Path(d.image).parts[1 + depth :])
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.link(staging / d.image, target)
         tasks[key] = {name: dict(Counter(d.split for d in group)) for name, group in groups.items()}
