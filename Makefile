@@ -23,7 +23,7 @@ EXECUTED := book/executed
 # jupyter-book/sphinx warnings are errors: a failing notebook or a broken reference fails the build
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: venv test test-quick test-paper test-real lint notebooks book release restore verify bench lab clean
+.PHONY: venv test test-quick test-paper test-real lint notebooks book release restore verify bench lab clean openclipart
 
 venv: $(STAMP)
 
@@ -87,6 +87,11 @@ restore: $(STAMP)
 
 verify: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release verify $(CHAPTERS)
+
+# Open Clip Art's drawings (Debian's openclipart-svg, pinned) rendered once into data/openclipart/<size>px: the
+# real-drawings chapter's pairs and tasks (vlp_lib/data/openclipart.py)
+openclipart: $(STAMP)
+	$(BIN)/python -m vlp_lib.data.openclipart --size 32 64
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

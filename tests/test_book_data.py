@@ -39,6 +39,19 @@ def test_world_claims_are_unchanged(world_config):
     assert data.claims_on_data(given, world_config) == given
 
 
+def test_a_world_run_that_left_an_evaluation_out_does_not_claim_it():
+    narrow = experiment.make_config("smoke", eval_tasks=["shapes10"])
+    given = [
+        _claim("avg", metric="avg3/linear"),
+        _claim("task", metric="shapes10/knn"),
+        _claim("ret", metric="retrieval/mean_recall"),
+        _claim("own", metric="proxy/top1"),  # a chapter's own record, not the suite's: left to the chapter
+    ]
+    out = {c.id: c for c in data.claims_on_data(given, narrow)}
+    assert out["avg"].kind == "not_run" and "avg3/linear" in out["avg"].reason
+    assert out["task"] == given[1] and out["ret"] == given[2] and out["own"] == given[3]
+
+
 def test_averages_move_to_the_headline_task_and_the_rest_is_not_run(real_config):
     given = [
         _claim("avg", metric="avg3/linear"),

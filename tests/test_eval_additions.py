@@ -219,3 +219,19 @@ def test_zero_shot_from_precomputed_features_gives_the_same_numbers():
     task = task_lib.load_task("shapes10", "test", n=60, scale="smoke")
     args = (model, tokenizer, task.images, task.labels, task.classnames, task.templates)
     assert zero_shot_accuracy(*args) == zero_shot_accuracy(*args, image_features=encode_images(model, task.images))
+
+
+def test_the_probe_grid_is_the_scales(clip_and_tokenizer, monkeypatch):
+    # smoke probes fit two values of C (its runs only test the pipeline); every other scale the whole grid
+    clip, _ = clip_and_tokenizer
+    grids = []
+    real_probe = suite.linear_probe
+
+    def spy(*args, Cs=None, **kwargs):
+        grids.append(Cs)
+        return real_probe(*args, Cs=Cs, **kwargs)
+
+    monkeypatch.setattr(suite, "linear_probe", spy)
+    suite.evaluate_task(clip, None, "count", "smoke", 40, 20, seed=0, text_tower=False)
+    suite.evaluate_task(clip, None, "count", "laptop", 40, 20, seed=0, text_tower=False)
+    assert grids == [suite.PROBE_CS["smoke"], None]

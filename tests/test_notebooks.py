@@ -35,6 +35,9 @@ REAL_EXTRA: dict[str, list[str]] = {
     "headtohead": CLASS_DATA,
     # the mission's command on a user's pairs: an episode larger than the data is the whole data each episode
     "protoclip_ablation": ["-p", "episode_size", "1000"],
+    # PyramidCLIP's ROI level from a regions file (each drawing's ink box: tests/data/make_openclipart_regions.py)
+    "pyramidclip_benchmark": ["-p", "regions", str(REAL / "regions.json")],
+    "pyramidclip_components": ["-p", "regions", str(REAL / "regions.json")],
     # DIME-FM's unpaired corpora from a user's files: an image folder and a text file of captions of other drawings
     "dimefm_benchmark": [
         *("-p", "unpaired_images", str(REAL / "categories" / "train")),

@@ -27,7 +27,7 @@ SCALES: dict[str, dict[str, Any]] = {
         retrieval_images=50,
         tsne_points=100,
     ),
-    # the default: the whole book executes within 60 minutes on a 2-core CPU
+    # the default: the whole book executes in about 150 minutes on a 2-core CPU (the set-up page's build times)
     "laptop": dict(
         # the laptop recipe (benchmarks/bench_recipe.py): the fastest learner per CPU-second on 2 cores
         model="rn-tiny",

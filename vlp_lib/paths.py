@@ -15,6 +15,14 @@ def cache_dir() -> Path:
     return path
 
 
+def data_dir() -> Path:
+    """Data sets the book builds from installed packages (Open Clip Art's renders): made once, kept across caches
+    and scratch stores. ``VLP_DATA_DIR`` overrides."""
+    path = Path(os.environ.get("VLP_DATA_DIR", REPO_ROOT / "data"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def results_dir() -> Path:
     """The results store (one JSON record per run). ``VLP_RESULTS_DIR`` overrides."""
     path = Path(os.environ.get("VLP_RESULTS_DIR", REPO_ROOT / "results"))

@@ -31,13 +31,13 @@ CHAPTERS: dict[str, list[str]] = _book_chapters()
 # What a reader should make of a page's numbers at each scale.
 SCALE_MEANING = {
     "smoke": (
-        "Smoke scale trains for seconds on a few hundred generated pairs to test that the pipeline runs end to "
+        "Smoke scale trains for seconds on a few hundred pairs to test that the pipeline runs end to "
         "end: accuracies are near chance and verdicts meaningless. The book's results are built with "
         "`make book` (laptop scale)."
     ),
     "laptop": (
-        "Models trained for minutes on a 2-core CPU on the generated world: read directions and per-seed "
-        "differences, not absolute numbers against the papers'."
+        "Models trained for minutes on a 2-core CPU (on the generated world unless the page names other data): "
+        "read directions and per-seed differences, not absolute numbers against the papers'."
     ),
     "paper": "The papers' sizes (ProtoCLIP's Table I): a GPU and real data.",
 }

@@ -1,4 +1,4 @@
-"""Text-only corpora of the world: DIME-FM's unpaired text sources (spec 2.3, "Text corpora").
+"""Text-only corpora of the world: DIME-FM's unpaired text sources (our stand-ins for its Supp A corpora).
 
 DIME-FM distils with images and sentences that were never paired. Its three kinds of text, in the world:
 

@@ -162,7 +162,7 @@ def _shapes10_variant(description: str, stands_in_for: str, image_size: int = 32
     )
 
 
-# DIME-FM tasks (spec 2.3): the 12-way S_A task of the Supp G settings, the 24-way per-concept task (D4/D5) and
+# DIME-FM tasks (our stand-ins): the 12-way S_A task of the Supp G settings, the 24-way per-concept task (D4/D5) and
 # four distribution shifts of shapes10 (D11, the ImageNet-V2/R/ObjectNet/Sketch/A stand-in; the pairing of each
 # shift with a real set is loose). Their seeds are explicit, not positional: DIMEFM_SEED_BASE + 100 * k (train)
 # and + 1 (test), apart from the seven tasks (< +1,000), relation (+97,000), multi-label (+98,000) and
@@ -220,7 +220,7 @@ ROBUST_TASKS: tuple[str, ...] = ("shapes10_clutter", "shapes10_64px", "shapes10_
 # Retrieval: clean captions (no mismatch, junk or omission); 1-3 objects so captions differ in detail.
 RETRIEVAL_KNOBS = dict(mismatch_rate=0.0, junk_rate=0.0, omit_rate=0.0)
 # Retrieval sets by name (``load_retrieval``): "retrieval", the MS-COCO stand-in every run is evaluated on, and
-# "retrieval2", the Flickr30K stand-in of the iCLIP chapter (spec 3.3: 1-2 objects, clutter 0.3, five
+# "retrieval2", the Flickr30K stand-in of the iCLIP chapter (our stand-in: 1-2 objects, clutter 0.3, five
 # paraphrases), evaluated when named in ``eval_tasks``. Its seed is its own (+95,000), apart from the tasks
 # (< +1,000), DIME-FM (+96,000), relation (+97,000), multi-label (+98,000) and the first retrieval set (+99,000).
 RETRIEVAL2_SEED = TASK_SEED_BASE + 95_000

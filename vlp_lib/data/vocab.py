@@ -1,6 +1,6 @@
 """The generated world's vocabulary, as data: every word a caption, summary, definition or prompt can hold.
 
-The world stands in for web image-text data (DESIGN.md, "The embedded default data"). Its vocabulary is
+The world stands in for web image-text data (the world tour page says why). Its vocabulary is
 chosen for the experiments of the book, not for realism:
 
 - 24 shape categories in 6 superclasses, with look-alike pairs inside a superclass (square / rectangle,

@@ -33,7 +33,6 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -43,8 +42,13 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-PACKAGE = "wordnet-base"  # Debian's WordNet 3.0 database (bookworm: 1:3.0-37)
+from vlp_lib.data import debian
+
+PACKAGE = "wordnet-base"  # Debian's WordNet 3.0 database
 FETCH_COMMAND = "python -m vlp_lib.papers.iclip.wordnet fetch"
+DEBIAN = debian.Package(
+    PACKAGE, "1:3.0-37", "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752", FETCH_COMMAND
+)  # bookworm's, pinned
 VERSION = "3.0"
 FOLDER = "wordnet"  # under sys.prefix/share: appended to nltk.data.path
 CORPUS = "wordnet-3.0"  # the database files, inside FOLDER
@@ -97,18 +101,6 @@ def lexnames_text() -> str:
     return "".join(f"{i:02d}\t{name}\t{CATEGORIES[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES))
 
 
-def _run(command: list[str], cwd: Path) -> None:
-    if shutil.which(command[0]) is None:
-        raise RuntimeError(
-            f"{command[0]} is not available: WordNet {VERSION} comes from Debian's {PACKAGE} package "
-            f"(`apt-get download {PACKAGE}` then `dpkg-deb -x {PACKAGE}_*.deb DIR`); on another system download "
-            f"the .deb and run `{FETCH_COMMAND} --deb PATH`"
-        )
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"`{' '.join(command)}` failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-
-
 def fetch(deb: str | os.PathLike | None = None, force: bool = False) -> Path:
     """Install WordNet 3.0 into ``directory()``: ``deb`` (a downloaded ``wordnet-base_*.deb``) or the package
     ``apt-get download`` fetches, unpacked with ``dpkg-deb -x``; its ``usr/share/wordnet`` files copied, the
@@ -118,15 +110,7 @@ def fetch(deb: str | os.PathLike | None = None, force: bool = False) -> Path:
     if installed() and not force:
         return target
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        if deb is None:
-            _run(["apt-get", "download", PACKAGE], work)
-            debs = sorted(work.glob(f"{PACKAGE}_*.deb"))
-            if not debs:
-                raise RuntimeError(f"apt-get download {PACKAGE} left no {PACKAGE}_*.deb in {work}")
-            deb = debs[0]
-        _run(["dpkg-deb", "-x", str(Path(deb).resolve()), str(work / "root")], work)
-        source = work / "root" / "usr" / "share" / "wordnet"
+        source = debian.unpack(DEBIAN, Path(tmp), deb) / "usr" / "share" / "wordnet"
         if not source.is_dir():
             raise RuntimeError(f"{deb} holds no usr/share/wordnet: not Debian's {PACKAGE}")
         staging = target.with_name(f".{CORPUS}.{os.getpid()}")
