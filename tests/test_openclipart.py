@@ -27,6 +27,12 @@ def _drawing(path, title, description="", keywords=(), colour="red", w=40, h=20)
     )
 
 
+@pytest.fixture(autouse=True)
+def unpinned(monkeypatch):
+    """These drawings are not the package's: its digests are not theirs (set where a test needs them)."""
+    monkeypatch.setattr(openclipart, "DIGESTS", {})
+
+
 @pytest.fixture
 def package(tmp_path):
     """Two categories of 45 drawings (animals with a sub-folder of 41, and food), 5 unsorted, one link, one drawing

@@ -76,9 +76,20 @@ DEFAULT_SIZE = 64
 FIELDS = ("filepath", "title", "summary")
 DC = "http://purl.org/dc/elements/1.1/"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-# The result's digests (``Built.digests``) per size, measured when the data set was first built: ``text`` over every
-# caption, path and split; ``images`` over the rendered PNGs' bytes. Empty until measured: nothing is checked.
-DIGESTS: dict[int, dict[str, str]] = {}
+# The result's digests (``Built.digests``) per size, as the book built it (2026-11-26: cairosvg 2.8.2, Debian
+# bookworm's libcairo2; 8,121 files, 663 links, 62 without a title, 29 that do not render: 5,106 training pairs and
+# 2,261 held out, 15 categories and 24 sub-categories of at least 40 drawings): ``text`` over every caption, path
+# and split; ``images`` over the rendered PNGs' bytes. A size not listed is built unchecked.
+DIGESTS: dict[int, dict[str, str]] = {
+    32: {
+        "text": "425d77a8f6d25bd3084ff05666d2ae93c8e23016d92aca8e15ebbe3ce6266c7c",
+        "images": "67aa138009b73a2c64a9ca53a659de0a6a7beaed8a6d2df3f58b685e0fb3868b",
+    },
+    64: {
+        "text": "425d77a8f6d25bd3084ff05666d2ae93c8e23016d92aca8e15ebbe3ce6266c7c",
+        "images": "6aa591f555ff62c7c6fd4405b1dc509c331cdec6cffa962738bae3151355d1e4",
+    },
+}
 
 
 @dataclass(frozen=True)
