@@ -144,9 +144,10 @@ def split_of(path: str) -> str:
     return "test" if int(hashlib.sha1(path.encode()).hexdigest()[:8], 16) < TEST_SHARE * 16**8 else "train"
 
 
-def drawings(svg_root: Path) -> tuple[list[Drawing], Counter]:
+def drawings(svg_root: Path) -> tuple[list[Drawing], Counter[str]]:
     """Every drawing under ``svg_root`` with a title, sorted by path, and the count of those skipped, by reason."""
-    out, skipped = [], Counter()
+    out: list[Drawing] = []
+    skipped: Counter[str] = Counter()
     for svg in sorted(svg_root.rglob("*.svg")):
         rel = svg.relative_to(svg_root).as_posix()
         parts = rel.split("/")
