@@ -258,3 +258,12 @@ def test_a_release_names_a_commit_a_reader_can_check_out(tmp_path, monkeypatch):
         assert found["iclip"] is not None and release.check(target, complete=False) == []
     # files no commit ever held: no commit to name
     assert release.commit_of({"files": {"core": {"vlp_lib/runs.py": "0" * 64}}}) is None
+
+
+def test_the_manifest_names_the_cpu_kind_verify_compares():
+    here = release.machine()
+    assert set(here) >= {"cpu", "cores", "platform", "cpu_kind", "simd"}
+    assert release.same_kind(here, dict(here)) in (True, None)  # None where /proc/cpuinfo says no kind
+    assert release.same_kind({"cpu": "AMD EPYC"}, here) is None  # a release made before the kind was recorded
+    other = {**here, "cpu_kind": "family 25 model 17 stepping 1", "simd": "AVX512"}
+    assert release.same_kind(other, {**here, "cpu_kind": "family 25 model 1 stepping 1"}) is False

@@ -76,16 +76,40 @@ NOT_COMPARED = frozenset({"train_samples_per_s"})
 
 
 def machine() -> dict[str, Any]:
-    """The CPU model, its logical cores and the platform, as the manifest states them."""
+    """The CPU model, its logical cores and the platform, as the manifest states them, and the CPU kind: its family,
+    model and stepping (a virtual machine may name only "AMD EPYC") and the widest SIMD instructions torch uses. Two
+    machines of one kind re-make the release's numbers exactly; another kind sums floats in another order, and
+    training drifts (``TOLERANCE``)."""
     model = platform.processor() or platform.machine()
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model", "stepping") and key not in fields:
+                fields[key] = value.strip()
+            if line.strip() == "":
                 break
     except OSError:
         pass
-    return {"cpu": model, "cores": os.cpu_count(), "platform": platform.platform()}
+    model = fields.get("model name", model)
+    kind = " ".join(f"{k.removeprefix('cpu ')} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields)
+    import torch  # the SIMD level its CPU kernels run at (AVX2, AVX512 ...): what decides the float summation order
+
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "cpu_kind": kind or None,
+        "simd": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
+def same_kind(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
+    """Whether two manifests' machines are of one CPU kind (``None``: one of them does not say)."""
+    if not a.get("cpu_kind") or not b.get("cpu_kind"):
+        return None
+    return (a["cpu_kind"], a.get("simd")) == (b["cpu_kind"], b.get("simd"))
 
 
 def _sha256(path: Path) -> str:
@@ -594,6 +618,17 @@ def verify(names: Sequence[str], release: Path = RELEASE_DIR, keep: Path | None 
         for claim, verdict in before[chapter].items():
             if after[chapter].get(claim) != verdict:
                 differences.append(f"claim {claim}: release {verdict!r}, re-made {after[chapter].get(claim)!r}")
+    here = machine()
+    for chapter in sorted(remade):
+        entry = manifest["chapters"].get(chapter, {})
+        kind = same_kind(entry.get("machine", {}), here)
+        if not kind:
+            print(
+                f"{chapter}: the release was made on {entry.get('machine', {}).get('cpu_kind') or 'a CPU of unstated kind'}"
+                f" ({entry.get('machine', {}).get('simd') or 'SIMD unstated'}), this re-make on {here['cpu_kind']} "
+                f"({here['simd']}): on another CPU kind expect differences of about 1 pp, and verdicts near a "
+                "threshold to move"
+            )
     judged = sum(len(before[chapter]) for chapter in remade)
     print(f"compared: {compared} records of the release re-made, {judged} verdicts judged again")
     return differences
