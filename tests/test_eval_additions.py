@@ -235,3 +235,18 @@ def test_the_probe_grid_is_the_scales(clip_and_tokenizer, monkeypatch):
     suite.evaluate_task(clip, None, "count", "smoke", 40, 20, seed=0, text_tower=False)
     suite.evaluate_task(clip, None, "count", "laptop", 40, 20, seed=0, text_tower=False)
     assert grids == [suite.PROBE_CS["smoke"], None]
+
+
+def test_the_svm_probe_grid_is_the_scales(clip_and_tokenizer, monkeypatch):
+    clip, _ = clip_and_tokenizer
+    grids = []
+    real_probe = suite.multilabel_svm_probe
+
+    def spy(*args, Cs=None, **kwargs):
+        grids.append(Cs)
+        return real_probe(*args, Cs=Cs, **kwargs)
+
+    monkeypatch.setattr(suite, "multilabel_svm_probe", spy)
+    for scale in ("smoke", "laptop"):
+        assert 0.0 <= suite.presence_map(clip, scale, 40, 20, name="objects") <= 1.0
+    assert grids == [suite.SVM_CS["smoke"], None]

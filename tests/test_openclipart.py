@@ -9,7 +9,10 @@ import pytest
 
 from vlp_lib.data import openclipart
 
-pytest.importorskip("cairosvg")
+try:
+    openclipart._cairosvg()
+except RuntimeError as err:  # no cairosvg, or no system cairo library
+    pytest.skip(str(err), allow_module_level=True)
 
 SVG = """<svg xmlns="http://www.w3.org/2000/svg" xmlns:dc="http://purl.org/dc/elements/1.1/"
  xmlns:cc="http://web.resource.org/cc/" xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"

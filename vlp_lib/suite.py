@@ -111,6 +111,9 @@ def _text_tower(model: Any, tokenizer: Any, text_tower: bool | None) -> bool:
 # its time (2.75 of 3.8 s in a ProtoCLIP smoke run: 18 L-BFGS fits, the weakly regularised ones up to 1,000
 # iterations on 160 images); two well-regularised values fit in a fraction of it and still exercise the choice.
 PROBE_CS: dict[str, tuple[float, ...]] = {"smoke": (0.01, 1.0)}
+# The same for the multi-label SVM probes (``eval.multilabel_svm_probe``, ICMLM's VOC / COCO stand-ins; every other
+# scale: ``DEFAULT_SVM_CS``, 0.1, 1, 10): one value at smoke scale.
+SVM_CS: dict[str, tuple[float, ...]] = {"smoke": (1.0,)}
 
 
 def evaluate_task(
@@ -175,7 +178,9 @@ def presence_map(
     test = task_lib.load_multilabel_task(name, "test", n=n_test, scale=scale)
     f_train, f_test = encode_images(model, train.images), encode_images(model, test.images)
     if task_lib.MULTILABEL_TASKS[name]["probe"] == "svm":
-        return multilabel_svm_probe(f_train, train.targets, f_test, test.targets, seed=seed)["map"]
+        return multilabel_svm_probe(f_train, train.targets, f_test, test.targets, seed=seed, Cs=SVM_CS.get(scale))[
+            "map"
+        ]
     x_train, x_test = f_train.numpy(), f_test.numpy()
     scaler = StandardScaler().fit(x_train)
     probe = OneVsRestClassifier(LogisticRegression(C=1.0, max_iter=1000, random_state=seed))

@@ -166,11 +166,25 @@ def drawings(svg_root: Path) -> tuple[list[Drawing], Counter[str]]:
     return out, skipped
 
 
+def _cairosvg() -> Any:
+    """cairosvg (pinned in pyproject), imported where it is used: ``RuntimeError`` naming what to install when it or
+    the system's cairo library it draws with is missing (cairocffi raises ``OSError`` then)."""
+    try:
+        import cairosvg
+    except (ImportError, OSError) as err:
+        raise RuntimeError(
+            f"rendering the drawings needs cairosvg and the system's cairo library ({err}): `pip install "
+            "cairosvg==2.8.2` (make venv does) and `apt-get install libcairo2`"
+        ) from err
+    return cairosvg
+
+
 def render(svg: Path, size: int) -> bytes | None:
     """The drawing as a ``size`` px RGB PNG: its longer side ``size`` px, its aspect ratio kept, centred on white;
     ``None`` if it does not render."""
-    import cairosvg  # install-time dependency of this command (pinned in pyproject), imported where it is used
     from PIL import Image
+
+    cairosvg = _cairosvg()
 
     def draw(**side: int) -> Any:
         png = cairosvg.svg2png(url=str(svg), background_color="white", **side)
@@ -272,6 +286,7 @@ def build(
     folder = folder_for(size, root)
     if (folder / "manifest.json").exists():
         return built(size, root)
+    _cairosvg()  # before the package is fetched: a machine without cairo learns it first
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(svg_root) if svg_root is not None else unpack(PACKAGE, Path(tmp), deb) / SVG_DIR
         if not source.is_dir():
