@@ -221,17 +221,23 @@ def test_zero_shot_from_precomputed_features_gives_the_same_numbers():
     assert zero_shot_accuracy(*args) == zero_shot_accuracy(*args, image_features=encode_images(model, task.images))
 
 
-def test_the_probe_grid_is_the_scales(clip_and_tokenizer, monkeypatch):
-    # smoke probes fit two values of C (its runs only test the pipeline); every other scale the whole grid
-    clip, _ = clip_and_tokenizer
+def _grids_asked(monkeypatch, probe: str) -> list:
+    """The ``Cs`` each call of ``suite.<probe>`` is given, in order (the probe itself still runs)."""
     grids = []
-    real_probe = suite.linear_probe
+    real_probe = getattr(suite, probe)
 
     def spy(*args, Cs=None, **kwargs):
         grids.append(Cs)
         return real_probe(*args, Cs=Cs, **kwargs)
 
-    monkeypatch.setattr(suite, "linear_probe", spy)
+    monkeypatch.setattr(suite, probe, spy)
+    return grids
+
+
+def test_the_probe_grid_is_the_scales(clip_and_tokenizer, monkeypatch):
+    # smoke probes fit two values of C (its runs only test the pipeline); every other scale the whole grid
+    clip, _ = clip_and_tokenizer
+    grids = _grids_asked(monkeypatch, "linear_probe")
     suite.evaluate_task(clip, None, "count", "smoke", 40, 20, seed=0, text_tower=False)
     suite.evaluate_task(clip, None, "count", "laptop", 40, 20, seed=0, text_tower=False)
     assert grids == [suite.PROBE_CS["smoke"], None]
@@ -239,14 +245,7 @@ def test_the_probe_grid_is_the_scales(clip_and_tokenizer, monkeypatch):
 
 def test_the_svm_probe_grid_is_the_scales(clip_and_tokenizer, monkeypatch):
     clip, _ = clip_and_tokenizer
-    grids = []
-    real_probe = suite.multilabel_svm_probe
-
-    def spy(*args, Cs=None, **kwargs):
-        grids.append(Cs)
-        return real_probe(*args, Cs=Cs, **kwargs)
-
-    monkeypatch.setattr(suite, "multilabel_svm_probe", spy)
+    grids = _grids_asked(monkeypatch, "multilabel_svm_probe")
     for scale in ("smoke", "laptop"):
         assert 0.0 <= suite.presence_map(clip, scale, 40, 20, name="objects") <= 1.0
     assert grids == [suite.SVM_CS["smoke"], None]

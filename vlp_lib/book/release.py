@@ -122,12 +122,10 @@ def _file_hashes(scope: str) -> dict[str, str]:
     return {path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path) for path in paths}
 
 
-def _git(*args: str, stdin: str | None = None) -> str | None:
+def _git(*args: str) -> str | None:
     """``git args`` in the repository: its output, or ``None`` where git or the repository is not there."""
     try:
-        done = subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, input=stdin, capture_output=True, text=True, timeout=60, check=False
-        )
+        done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
