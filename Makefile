@@ -22,6 +22,9 @@ STAMP := $(VENV)/.installed
 EXECUTED := book/executed
 # jupyter-book/sphinx warnings are errors: a failing notebook or a broken reference fails the build
 JB_FLAGS := -W -n --keep-going
+# executing or verifying the real-drawings chapter (every chapter when CHAPTERS is empty) builds its data first (once:
+# a built size is returned as it is)
+DRAWINGS_DATA := $(if $(or $(filter drawings,$(CHAPTERS)),$(if $(CHAPTERS),,all)),openclipart,)
 
 .PHONY: venv test test-quick test-paper test-real lint notebooks book release restore verify bench lab clean openclipart
 
@@ -64,7 +67,7 @@ lint: $(STAMP)
 
 # papermill into $(EXECUTED)/, then each executed notebook is cleaned for the page (vlp_lib/book/build.py:
 # no progress bars or tqdm warnings, papermill's injected cell hidden); prints each notebook's time and the total
-notebooks: $(STAMP)
+notebooks: $(STAMP) $(DRAWINGS_DATA)
 	$(BIN)/python -m vlp_lib.book.build execute --scale $(SCALE) $(CHAPTERS)
 
 book: $(STAMP)
@@ -85,13 +88,14 @@ release: $(STAMP)
 restore: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release restore
 
-verify: $(STAMP)
+verify: $(STAMP) $(DRAWINGS_DATA)
 	$(BIN)/python -m vlp_lib.book.release verify $(CHAPTERS)
 
 # Open Clip Art's drawings (Debian's openclipart-svg, pinned) rendered once into data/openclipart/<size>px: the
 # real-drawings chapter's pairs and tasks (vlp_lib/data/openclipart.py)
 openclipart: $(STAMP)
 	$(BIN)/python -m vlp_lib.data.openclipart --size 32 64
+
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -5,6 +5,7 @@ import hashlib
 
 import pytest
 
+from vlp_lib import files
 from vlp_lib.data import debian
 
 PACKAGE = debian.Package("some-data", "1:1.0-1", "0" * 64, "python -m some.command")
@@ -15,7 +16,7 @@ def test_a_deb_that_is_not_the_pinned_one_is_refused(tmp_path):
     deb.write_bytes(b"not the package")
     with pytest.raises(RuntimeError, match="is not Debian's some-data 1:1.0-1: SHA-256"):
         debian.unpack(PACKAGE, tmp_path / "work", deb)
-    assert debian.sha256(deb) == hashlib.sha256(b"not the package").hexdigest()
+    assert files.file_sha256(deb) == hashlib.sha256(b"not the package").hexdigest()
 
 
 def test_without_apt_the_error_names_the_package_and_the_commands(tmp_path, monkeypatch):

@@ -82,7 +82,7 @@ def test_two_processes_match_one(runs, method, ddp_report):
     suite = {k: (one["metrics"][k], two[k]) for k in sorted(two) if k.startswith("shapes10/")}
     print(f"\n{method}: final {one['metrics']['final_loss']!r} vs {two['final_loss']!r}; max diffs {diffs}; {suite}")
     step = 1 / TINY["task_test"]
-    assert set(suite) == {"shapes10/linear", "shapes10/knn", "shapes10/ari", "shapes10/ami"}  # image-only: probes
+    assert set(suite) == {f"shapes10/{m}" for m in ("linear", "linear_macro", "knn", "knn_macro", "ari", "ami")}
     for key in ("shapes10/linear", "shapes10/knn"):  # one test image at most (measured: equal)
         assert two[key] == pytest.approx(one["metrics"][key], abs=step + 1e-9), key
     for key in ("shapes10/ari", "shapes10/ami"):  # K-Means on features equal to ~1e-6: one borderline image may

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vlp_lib import experiment, runs
-from vlp_lib.book import report
+from vlp_lib.book import lineup, report
 from vlp_lib.papers.headtohead.book import chapter
 from vlp_lib.papers.headtohead.book.chapter import CLIP, VARIANTS, Calibration, Row, Run
 
@@ -33,7 +33,7 @@ def test_every_variant_builds_a_valid_config_at_every_scale(scale):
             sizes["lr"],
         )
         assert list(config.eval.tasks) == chapter.EVAL_TASKS
-        assert config.context_length == (chapter.CONTEXT_LENGTH if variant.text_tower else chapter.IMAGE_ONLY_CONTEXT)
+        assert config.context_length == (lineup.CONTEXT_LENGTH if variant.text_tower else lineup.IMAGE_ONLY_CONTEXT)
         assert config.image_size == (
             max(sizes["image_size"], chapter.IMAGE_ONLY_SIZE) if not variant.text_tower else sizes["image_size"]
         )

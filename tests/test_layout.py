@@ -20,7 +20,7 @@ from vlp_lib.book import pages, report
 from vlp_lib.paths import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "vlp_lib"
-PAPER_NAMES = ("protoclip", "pyramidclip", "dimefm", "iclip", "icmlm", "headtohead")
+PAPER_NAMES = ("protoclip", "pyramidclip", "dimefm", "iclip", "icmlm", "headtohead", "drawings")
 
 
 def _module_name(path: Path) -> str:

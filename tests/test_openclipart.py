@@ -1,5 +1,6 @@
 """The Open Clip Art data set's builder (``vlp_lib.data.openclipart``) on a small package-shaped tree of drawings made
-here: captions from the drawings' own metadata, links kept once, the split fixed by the path, image-folder tasks of
+here: captions from the drawings' own metadata, links and copies kept once, the split fixed by the file's bytes,
+image-folder tasks of
 the classes large enough, the same bytes twice, and a result that is not the book's refused."""
 
 import csv
@@ -19,7 +20,7 @@ SVG = """<svg xmlns="http://www.w3.org/2000/svg" xmlns:dc="http://purl.org/dc/el
  width="{w}" height="{h}" viewBox="0 0 {w} {h}"><metadata><rdf:RDF><cc:Work rdf:about="">
 <dc:title>{title}</dc:title><dc:description>{description}</dc:description>
 <dc:subject><rdf:Bag>{keywords}</rdf:Bag></dc:subject></cc:Work></rdf:RDF></metadata>
-<rect x="2" y="2" width="{rw}" height="{rh}" fill="{colour}"/></svg>"""
+<title>{title}</title><rect x="2" y="2" width="{rw}" height="{rh}" fill="{colour}"/></svg>"""
 
 
 def _drawing(path, title, description="", keywords=(), colour="red", w=40, h=20):
@@ -38,8 +39,8 @@ def unpinned(monkeypatch):
 
 @pytest.fixture
 def package(tmp_path):
-    """Two categories of 45 drawings (animals with a sub-folder of 41, and food), 5 unsorted, one link, one drawing
-    without a title and one that does not parse."""
+    """Two categories of 45 drawings (animals with a sub-folder of 41, and food), 5 unsorted, one link, one copy of a
+    drawing under another name, one drawing without a title and one that does not parse."""
     root = tmp_path / "svg"
     for i in range(45):
         folder = root / "animals" / ("birds" if i < 41 else "")
@@ -48,6 +49,8 @@ def package(tmp_path):
     for i in range(5):
         _drawing(root / "unsorted" / f"thing_{i}.svg", f"Thing {i}")
     os.symlink("../animals/birds/bird_00.svg", root / "food" / "bird_link.svg")
+    copy = (root / "animals" / "birds" / "bird_01.svg").read_text().replace("<rdf:li>bird</rdf:li>", "")
+    (root / "food" / "bird_copy.svg").write_text(copy)  # the same drawing, its metadata edited
     _drawing(root / "food" / "untitled.svg", "")
     (root / "food" / "broken.svg").write_text("<svg")
     return root
@@ -56,8 +59,8 @@ def package(tmp_path):
 def test_build_writes_pairs_tasks_and_counts(package, tmp_path):
     built = openclipart.build(32, svg_root=package, root=tmp_path / "out", workers=1, progress=False)
     m = built.manifest
-    assert m["skipped"] == {"a link to another drawing": 1, "no title": 2}  # the broken file reads as untitled
-    assert m["drawings"] == 45 + 45 + 5 + 3 and m["pairs"]["train"] + m["pairs"]["test"] == 95
+    assert m["skipped"] == {"a link to another drawing": 1, "a copy of another drawing": 1, "no title": 2}
+    assert m["drawings"] == 45 + 45 + 5 + 4 and m["pairs"]["train"] + m["pairs"]["test"] == 95
     with open(built.folder / "pairs.csv", newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     assert len(rows) == m["pairs"]["train"] and set(rows[0]) == set(openclipart.FIELDS)
@@ -72,9 +75,10 @@ def test_build_writes_pairs_tasks_and_counts(package, tmp_path):
         keywords = {r["summary"]: r["title"] for r in csv.DictReader(f, delimiter="\t")}
     assert {keywords[t] for t in keywords if t.startswith("Bird")} == {"bird, animal"}
     assert {keywords[t] for t in keywords if t.startswith("Apple")} == {t for t in keywords if t.startswith("Apple")}
-    # the split by the path's hash; tasks of the classes of at least MIN_CLASS drawings, unsorted never a class
+    # the split by the file's hash; tasks of the classes of at least MIN_CLASS drawings, unsorted never a class
     for r in rows:
-        assert openclipart.split_of(r["filepath"].removeprefix("images/").removesuffix(".png") + ".svg") == "train"
+        svg = package / (r["filepath"].removeprefix("images/").removesuffix(".png") + ".svg")
+        assert openclipart.split_of(openclipart.drawing_digest(svg)) == "train"
     assert set(m["tasks"]["category"]) == {"animals", "food"} and set(m["tasks"]["subcategory"]) == {"animals.birds"}
     for split in ("train", "test"):
         assert sorted(p.name for p in (built.folder / "category" / split).iterdir()) == ["animals", "food"]

@@ -18,6 +18,7 @@ from vlp_lib import experiment, runs
 from vlp_lib.models import PAPER_PRESETS
 from vlp_lib.papers import chapters
 from vlp_lib.papers.dimefm.book import chapter as dimefm
+from vlp_lib.papers.drawings.book import chapter as drawings
 from vlp_lib.papers.headtohead.book import chapter as headtohead
 from vlp_lib.papers.iclip.book import chapter as iclip
 from vlp_lib.papers.icmlm.book import chapter as icmlm
@@ -25,6 +26,7 @@ from vlp_lib.papers.protoclip.book import ablation
 from vlp_lib.papers.protoclip.book import chapter as protoclip
 from vlp_lib.papers.protoclip.teachers import clip_teacher_config
 from vlp_lib.papers.pyramidclip.book import chapter as pyramidclip
+from vlp_lib.paths import REPO_ROOT
 from vlp_lib.run_config import RunConfig
 
 SCALE = "paper"
@@ -102,6 +104,22 @@ def headtohead_plan() -> list[RunConfig]:
     return configs + [c.method_args.init for c in configs if c.method == "icmlm"]
 
 
+def drawings_plan() -> list[RunConfig]:
+    """``drawings.ipynb`` on the committed drawings (the chapter's own, built by ``make openclipart``, are not built
+    in CI): every default variant at equal samples, every seed, with the class data and the held-out pairs."""
+    real = REPO_ROOT / "tests" / "data" / "openclipart"
+    data = drawings.check_data(
+        str(real / "pairs.csv"),
+        [f"folder:{real / 'categories'}", f"pairs:{real / 'pairs.csv'}"],
+        f"folder:{real / 'categories' / 'train'}",
+    )
+    return [
+        drawings.config(v, SCALE, seed, data)
+        for v in drawings.DEFAULT_VARIANTS
+        for seed in drawings.resolve_seeds(SCALE, None)
+    ]
+
+
 PLANS: dict[str, Callable[[], list[RunConfig]]] = {
     "baseline": baseline_plan,
     "protoclip": protoclip_plan,
@@ -110,6 +128,7 @@ PLANS: dict[str, Callable[[], list[RunConfig]]] = {
     "iclip": iclip_plan,
     "icmlm": icmlm_plan,
     "headtohead": headtohead_plan,
+    "drawings": drawings_plan,
 }
 
 

@@ -2,7 +2,8 @@
 
 Notebooks call ``make_config`` (``vlp_lib.run_config``: a typed ``RunConfig``, every parameter checked before
 anything is computed) and ``run`` (which returns the stored record if this exact run already exists).
-``load_trained`` rebuilds a finished run's model for figures (t-SNE, confusion matrices).
+``load_trained`` rebuilds a finished run's model for figures (t-SNE, confusion matrices); ``untrained`` evaluates a
+run's network as initialised (the learning check: what training added over the same weights before any step).
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ __all__ = [
     "train_config",
     "trained_runs",
     "trained_state",
+    "stored_untrained",
+    "untrained",
     "wrap_model",
 ]
+
+UNTRAINED_KIND = "untrained"
 
 
 def train_config(config: RunConfig, progress: bool = True) -> TrainConfig:
@@ -150,6 +155,28 @@ def run(config: RunConfig, progress: bool = True, verbose: bool = True) -> dict:
         record = stored(config)
     assert record is not None, "rank 0 stored the run"
     return record
+
+
+def untrained(config: RunConfig, verbose: bool = True) -> dict:
+    """The record of ``config``'s network as initialised (``build``: the same weights its run starts from),
+    evaluated by the same suite before any training step (or loaded if stored): what a run's numbers must beat
+    before training can be said to have taught the network anything. Real data's classes are imbalanced and a random
+    network's features already separate drawings by their ink, so chance levels are not that bar. ``metrics`` only,
+    in the run record's keys; stored under ``UNTRAINED_KIND`` with the run's config as its key."""
+
+    def evaluate() -> dict[str, Any]:
+        _, tokenizer, model = build(config)
+        model = wrap_model(config, model)
+        t0 = time.perf_counter()
+        metrics = evaluate_suite(model.eval(), tokenizer, config.eval)
+        return {"metrics": metrics, "timings": {"evaluation": time.perf_counter() - t0}}
+
+    return runs.cached(UNTRAINED_KIND, config.to_dict(), evaluate, verbose=verbose, paper=paper(config))
+
+
+def stored_untrained(config: RunConfig) -> dict | None:
+    """The stored ``untrained`` record of ``config``, or ``None`` (never computes)."""
+    return runs.load(UNTRAINED_KIND, config.to_dict(), paper=paper(config))
 
 
 def _train(config: RunConfig, progress: bool) -> tuple[torch.nn.Module, Any, Any, int, float]:

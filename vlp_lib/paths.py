@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_PREFIX = "data:"  # a path inside data_dir(), the same on every machine (run keys stay machine-independent)
 
 
 def cache_dir() -> Path:
@@ -21,6 +22,15 @@ def data_dir() -> Path:
     path = Path(os.environ.get("VLP_DATA_DIR", REPO_ROOT / "data"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def resolve_data(spec: str) -> str:
+    """``spec`` as a path on this machine: ``"data:<relative path>"`` is ``data_dir() / <relative path>`` (how the
+    book names the data sets it builds, so that a run's key does not depend on where a clone or ``VLP_DATA_DIR``
+    lives); any other string is returned unchanged."""
+    if not spec.startswith(DATA_PREFIX):
+        return spec
+    return str(data_dir() / spec[len(DATA_PREFIX) :].lstrip("/"))
 
 
 def results_dir() -> Path:

@@ -13,7 +13,6 @@ fields by those keys and checks the result again.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from vlp_lib.config import check_bool, check_nonnegative_int, check_positive_int, resolve
-from vlp_lib.data import folder_tasks, real
+from vlp_lib.data import folder_tasks, pair_sets, real
 from vlp_lib.data import tasks as task_lib
 from vlp_lib.data.world import check_knobs
 from vlp_lib.methods import check_method_name, method_class
@@ -192,7 +191,7 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
         if world_mix:
             raise ValueError("world_mix mixes generated worlds: it needs train_data='world'")
         train_size = real.count_pairs(train_data)
-        train_data = os.path.abspath(train_data)
+        train_data = real.config_path(train_data)
     knobs = dict(params.get("world_knobs") or {})
     eval_tasks = params.get("eval_tasks") or DEFAULT_EVAL_TASKS
     if isinstance(eval_tasks, str) or not isinstance(eval_tasks, (list, tuple)):
@@ -200,11 +199,13 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
     for name in eval_tasks:
         if folder_tasks.is_folder_task(name):
             folder_tasks.check_folder_task(name)
+        elif pair_sets.is_pair_set(name):
+            pair_sets.check_pair_set(name)
         elif name not in task_lib.TASKS and name not in PROBES and name not in RETRIEVALS:
             raise ValueError(
                 f"eval_tasks: unknown task {name!r}; known: "
-                f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}, or 'folder:<path>' "
-                "(image folders: data.folder_tasks)"
+                f"{sorted(task_lib.TASKS) + list(PROBES) + list(RETRIEVALS)}, 'folder:<path>' "
+                "(image folders: data.folder_tasks) or 'pairs:<source>' (held-out pairs: data.pair_sets)"
             )
     model = check_model_name(params["model"])
     params.setdefault("precision", DEFAULT_PRECISION[model])
@@ -233,6 +234,7 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
             retrieval_images=check_positive_int("retrieval_images", params["retrieval_images"]),
             seed=int(seed),
             probes=check_bool("eval_probes", params.get("eval_probes", True)),
+            world_retrieval=real.is_world(train_data),
         ),
         train_data=train_data,
         tokenizer=check_tokenizer(params.get("tokenizer"), train_data),

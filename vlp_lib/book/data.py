@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vlp_lib.book.claims import Claim
-from vlp_lib.data import folder_tasks, real
+from vlp_lib.data import folder_tasks, pair_sets, real
 from vlp_lib.data import tasks as task_lib
 from vlp_lib.suite import AVERAGE_GROUPS, PROBES, RETRIEVALS
 
@@ -33,7 +33,7 @@ HEADLINE_RULE = (
     "have (a world task it did not evaluate, the world's retrieval set for a model trained on real pairs) is not run, "
     "and says why."
 )
-WORLD_RETRIEVAL = "retrieval"  # evaluated on every run with a text tower: the generated world's retrieval set
+WORLD_RETRIEVAL = "retrieval"  # the generated world's retrieval set: evaluated on every world run with a text tower
 TASK_METRICS = ("zeroshot_top1", "zeroshot_top5", "linear", "knn", "ari", "ami")
 # the metric prefixes the evaluation suite writes (a world task, average, probe or retrieval set): a world run that
 # did not evaluate one has none of its metrics
@@ -62,7 +62,7 @@ def _groups(config: Any) -> list[str]:
 
 def has_world_retrieval(config: Any) -> bool:
     """Whether the page reads the world's retrieval set for ``config``'s runs: on the world only (it is evaluated on
-    every run with a text tower, but a model trained on real pairs is not judged on generated captions)."""
+    every world run with a text tower; a model trained on real pairs is not evaluated on generated captions)."""
     return is_world(config)
 
 
@@ -164,6 +164,8 @@ def describe(config: Any, inputs: dict[str, str] | None = None) -> str:
     tasks = ", ".join(
         f"`{folder_tasks.metric_name(t)}` (image folders at `{t[len(folder_tasks.PREFIX) :]}`)"
         if folder_tasks.is_folder_task(t)
+        else f"`{pair_sets.metric_name(t)}` (held-out pairs `{t[len(pair_sets.PREFIX) :]}`, retrieval)"
+        if pair_sets.is_pair_set(t)
         else f"`{t}`"
         for t in config.eval.tasks
     )

@@ -55,6 +55,7 @@ from typing import Any
 from vlp_lib import runs
 from vlp_lib.book.build import EXECUTED_DIR, TIMES_FILE, clean, execute
 from vlp_lib.book.pages import CHAPTERS, select_notebooks
+from vlp_lib.files import file_sha256
 from vlp_lib.papers import Chapter
 from vlp_lib.papers import chapters as paper_chapters
 from vlp_lib.paths import REPO_ROOT, results_dir
@@ -112,14 +113,10 @@ def same_kind(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
     return (a["cpu_kind"], a.get("simd")) == (b["cpu_kind"], b.get("simd"))
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _file_hashes(scope: str) -> dict[str, str]:
     """SHA-256 of every file behind ``scope``'s code fingerprint (``runs.fingerprinted_files``), by repository path."""
     paths = runs.fingerprinted_files(None if scope == runs.CORE else scope)
-    return {path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): _sha256(path) for path in paths}
+    return {path.relative_to(runs.PACKAGE_DIR.parent).as_posix(): file_sha256(path) for path in paths}
 
 
 def _git(*args: str) -> str | None:
@@ -312,7 +309,7 @@ def make(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
         written.add(key := target.relative_to(release).as_posix())
-        manifest["records"][key] = _sha256(target)
+        manifest["records"][key] = file_sha256(target)
     for key in sorted(set(manifest["records"]) - written):
         if (release / key).exists() and _orphaned(_read_record(release / key), manifest["chapters"]):
             (release / key).unlink(missing_ok=True)
@@ -432,7 +429,7 @@ def check(release: Path = RELEASE_DIR, complete: bool = True) -> list[str]:
         if not path.exists():
             problems.append(f"record {rel} missing")
             continue
-        if _sha256(path) != digest:
+        if file_sha256(path) != digest:
             problems.append(f"record {rel} altered (SHA-256)")
             continue
         record = _read_record(path)

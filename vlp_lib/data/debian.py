@@ -5,12 +5,13 @@ takes a ``.deb`` downloaded elsewhere (``deb=``)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from vlp_lib.files import file_sha256
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,6 @@ def _run(command: list[str], cwd: Path, package: Package) -> None:
         raise RuntimeError(f"`{' '.join(command)}` failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
 
 
-def sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def unpack(package: Package, work: Path, deb: str | os.PathLike | None = None) -> Path:
     """``package`` unpacked under ``work/root`` (returned): ``deb`` (a downloaded ``.deb``) or the one ``apt-get
     download`` fetches into ``work``. ``RuntimeError`` naming the package and the commands when apt-get or dpkg-deb
@@ -55,7 +48,7 @@ def unpack(package: Package, work: Path, deb: str | os.PathLike | None = None) -
         if not debs:
             raise RuntimeError(f"apt-get download {package.name} left no {package.name}_*.deb in {work}")
         deb = debs[0]
-    digest = sha256(deb)
+    digest = file_sha256(deb)
     if digest != package.sha256:
         raise RuntimeError(
             f"{deb} is not Debian's {package.name} {package.version}: SHA-256 {digest}, expected {package.sha256}"

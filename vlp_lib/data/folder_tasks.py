@@ -1,11 +1,12 @@
 """Real evaluation data: a classification task from image folders (torchvision's ``ImageFolder`` layout).
 
 Named in ``eval_tasks`` as ``"folder:<path>"``, where ``<path>`` holds ``train/<class>/*`` and ``test/<class>/*``
-(the same classes in both); its metrics are keyed by the folder's name (``"folder:data/pets"`` ->
-``pets/zeroshot_top1``, ``pets/linear`` ...). Class names are the folder names (``_`` read as a space), zero-shot
-prompts ``"a photo of a {}."``. Images are decoded in DataLoader workers (``data.real``) at ``IMAGE_SIZE``
-(CLIP's evaluation size; ``encode_images`` resizes to the model's), a split larger than asked is subsampled with a
-fixed seed, and an image that does not decode is skipped and counted (refused past ``real.MAX_BAD_FRACTION``).
+(the same classes in both; ``"folder:data:<path>"``: a folder inside ``paths.data_dir()``); its metrics are keyed by
+the folder's name (``"folder:data/pets"`` -> ``pets/zeroshot_top1``, ``pets/linear`` ...). Class names are the
+folder names (``_`` read as a space), zero-shot prompts ``"a photo of a {}."``. Images are decoded in DataLoader
+workers (``data.real``) at ``IMAGE_SIZE`` (CLIP's evaluation size; ``encode_images`` resizes to the model's), a split
+larger than asked is subsampled with a fixed seed, and an image that does not decode is skipped and counted (refused
+past ``real.MAX_BAD_FRACTION``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from vlp_lib.data import real
 from vlp_lib.data.labelled import Task
+from vlp_lib.paths import resolve_data
 
 PREFIX = "folder:"
 IMAGE_SIZE = 224
@@ -39,7 +41,7 @@ def check_folder_task(name: str) -> tuple[Path, list[str]]:
     split, or two classes are missing, or the splits' classes differ."""
     from torchvision.datasets.folder import find_classes
 
-    root = Path(name[len(PREFIX) :]).expanduser()
+    root = Path(resolve_data(name[len(PREFIX) :])).expanduser()
     classes = {}
     for split in ("train", "test"):
         if not (root / split).is_dir():

@@ -3,15 +3,17 @@
     python -m vlp_lib.data.openclipart                 # 64 px, into data/openclipart/64px (make openclipart)
     python -m vlp_lib.data.openclipart --size 32 64    # both sizes; --deb PATH on a machine without apt
 
-The Open Clip Art Library 0.18 (Debian's ``openclipart-svg``, public-domain dedication): 8,121
-SVG files (663 of them links to a drawing filed in two places, kept once), each with its author's title (8,059 have one), a description (1,708) and keywords, filed in 22 category
+The Open Clip Art Library 0.18 (Debian's ``openclipart-svg``, public-domain dedication): 8,121 SVG files (663 of
+them links to a drawing filed in two places, and more exact copies of one file under other paths: each drawing kept
+once), each with its author's title (8,059 have one), a description (1,708) and keywords, filed in 22 category
 folders with sub-folders (``animals/dinosaurs``, ``food/desserts``, ``transportation/boating`` ...). Its captions are
 as noisy as web captions: titles in Italian, author names as keywords, a "Virus" described as "A ladybug".
 
 What ``build`` writes under ``data_dir()/openclipart/<size>px/``:
 
 - ``images/``: every drawing rendered once at ``size`` px (cairosvg on white, RGB PNG: the longer side ``size``
-  px, the aspect ratio kept, centred on a white square); a drawing that does not render, or has no title, is skipped and counted;
+  px, the aspect ratio kept, centred on a white square); a drawing that does not render, or has no title, is skipped
+  and counted;
 - ``pairs.csv``: the training pairs, an OpenCLIP CSV (tab-separated; ``filepath``, ``title`` = the caption, and
   ``summary`` = the title alone, PyramidCLIP's summary level); ``pairs_<variant>.csv`` for each caption variant
   (``CAPTIONS``: the title; the title and the description, the default; the keywords);
@@ -23,9 +25,11 @@ What ``build`` writes under ``data_dir()/openclipart/<size>px/``:
   images, their test split the held-out ones;
 - ``manifest.json``: the counts, the drawings skipped and why, and the digests.
 
-**The split is fixed by content**: a drawing is held out when the first 8 hex digits of the SHA-1 of its path inside
-the package, read as a number, fall below ``TEST_SHARE`` of their range, so every machine splits alike and a
-drawing never changes sides. **The same data set on every machine**: the package is pinned by version and SHA-256
+**The split is fixed by content**: a drawing is held out when the first 8 hex digits of the SHA-256 of its
+drawing (``drawing_digest``: the file without its metadata), read as a number, fall below ``TEST_SHARE`` of their
+range, so every machine splits alike and a drawing never changes sides; a file whose drawing an earlier file (in path
+order) already has is a copy of that drawing filed in another folder, and is kept once (a crawfish under ``animals/`` and ``food/`` would otherwise be a training pair and
+a held-out one at once, with two category labels). **The same data set on every machine**: the package is pinned by version and SHA-256
 (``PACKAGE``), and the result's digests are in the code (``DIGESTS``): the text side (every caption, path and
 split) must match; the images' digest depends on cairosvg and the system's cairo, and a machine that renders other
 bytes is told so (``--accept-other-renders`` keeps its images, and the manifest says so).
@@ -76,18 +80,19 @@ DEFAULT_SIZE = 64
 FIELDS = ("filepath", "title", "summary")
 DC = "http://purl.org/dc/elements/1.1/"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-# The result's digests (``Built.digests``) per size, as the book built it (2026-11-26: cairosvg 2.8.2, Debian
-# bookworm's libcairo2; 8,121 files, 663 links, 62 without a title, 29 that do not render: 5,106 training pairs and
-# 2,261 held out, 15 categories and 24 sub-categories of at least 40 drawings): ``text`` over every caption, path
-# and split; ``images`` over the rendered PNGs' bytes. A size not listed is built unchecked.
+# The result's digests (``Built.digests``) per size, as the book built it (2026-11-27: cairosvg 2.8.2, Debian
+# bookworm's libcairo2; 8,121 files, 663 links, 444 copies of a drawing filed elsewhere, 60 without a title, 25 that
+# do not render: 4,843 training pairs and 2,086 held out, 14 categories and 22 sub-categories of at least 40
+# drawings): ``text`` over every caption, path and split; ``images`` over the rendered PNGs' bytes. A size not listed
+# is built unchecked.
 DIGESTS: dict[int, dict[str, str]] = {
     32: {
-        "text": "425d77a8f6d25bd3084ff05666d2ae93c8e23016d92aca8e15ebbe3ce6266c7c",
-        "images": "67aa138009b73a2c64a9ca53a659de0a6a7beaed8a6d2df3f58b685e0fb3868b",
+        "text": "0669811b95cab03c0ae915900d3ac51fb7467f3da8fb820a26c7ea87c9b84629",
+        "images": "49c585668bac1daa6e1c165d3e65152d7af167ef72f3713af03c0b000fb843f6",
     },
     64: {
-        "text": "425d77a8f6d25bd3084ff05666d2ae93c8e23016d92aca8e15ebbe3ce6266c7c",
-        "images": "6aa591f555ff62c7c6fd4405b1dc509c331cdec6cffa962738bae3151355d1e4",
+        "text": "0669811b95cab03c0ae915900d3ac51fb7467f3da8fb820a26c7ea87c9b84629",
+        "images": "8f44772654474e19eb26459d8fc5873c1e1325d10872dc698c06d7329ce19d43",
     },
 }
 
@@ -139,15 +144,33 @@ def read_metadata(svg: Path) -> tuple[str, str, tuple[str, ...]]:
     return _text(work.find(f"{{{DC}}}title")), _text(work.find(f"{{{DC}}}description")), keywords
 
 
-def split_of(path: str) -> str:
-    """``"test"`` for a held-out drawing, else ``"train"``: by the SHA-1 of its path inside the package."""
-    return "test" if int(hashlib.sha1(path.encode()).hexdigest()[:8], 16) < TEST_SHARE * 16**8 else "train"
+def drawing_digest(svg: Path) -> str:
+    """SHA-256 (hex) of the drawing itself: its XML canonicalised (C14N 2.0, text stripped) without its ``metadata``
+    elements, so that two files of one drawing whose metadata differ (the copy filed under ``food/`` lists its
+    keywords in another order than the one under ``animals/``) are one drawing; the file's bytes where it does not
+    parse."""
+    data = svg.read_bytes()
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        return hashlib.sha256(data).hexdigest()
+    for parent in list(root.iter()):
+        for child in list(parent):
+            if isinstance(child.tag, str) and child.tag.rpartition("}")[2] == "metadata":
+                parent.remove(child)
+    return hashlib.sha256(ET.canonicalize(ET.tostring(root, encoding="unicode"), strip_text=True).encode()).hexdigest()
+
+
+def split_of(digest: str) -> str:
+    """``"test"`` for a held-out drawing, else ``"train"``: by ``digest``, the SHA-256 (hex) of its file's bytes."""
+    return "test" if int(digest[:8], 16) < TEST_SHARE * 16**8 else "train"
 
 
 def drawings(svg_root: Path) -> tuple[list[Drawing], Counter[str]]:
     """Every drawing under ``svg_root`` with a title, sorted by path, and the count of those skipped, by reason."""
     out: list[Drawing] = []
     skipped: Counter[str] = Counter()
+    seen: set[str] = set()
     for svg in sorted(svg_root.rglob("*.svg")):
         rel = svg.relative_to(svg_root).as_posix()
         parts = rel.split("/")
@@ -157,12 +180,17 @@ def drawings(svg_root: Path) -> tuple[list[Drawing], Counter[str]]:
         if svg.is_symlink():  # Debian links a file that is filed twice to its first copy: one drawing, kept once
             skipped["a link to another drawing"] += 1
             continue
+        digest = drawing_digest(svg)
+        if digest in seen:  # the same drawing filed again under another name: kept once
+            skipped["a copy of another drawing"] += 1
+            continue
+        seen.add(digest)
         title, description, keywords = read_metadata(svg)
         if not title:
             skipped["no title"] += 1
             continue
         sub = parts[1] if len(parts) > 2 else None
-        out.append(Drawing(rel, parts[0], sub, split_of(rel), title, description, keywords))
+        out.append(Drawing(rel, parts[0], sub, split_of(digest), title, description, keywords))
     return out, skipped
 
 

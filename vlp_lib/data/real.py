@@ -45,7 +45,7 @@ import torch
 from PIL import Image
 
 from vlp_lib.data.paired import PairedData, tokenize_all
-from vlp_lib.paths import cache_dir
+from vlp_lib.paths import DATA_PREFIX, cache_dir, resolve_data
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
 CAPTION_EXTENSION = "txt"
@@ -108,12 +108,18 @@ def is_world(train_data: str) -> bool:
     return str(train_data) == "world"
 
 
+def config_path(train_data: str) -> str:
+    """How a run's config names real ``train_data``: ``"data:..."`` as given (a data set the book builds, the same
+    key on every machine), any other path absolute."""
+    return train_data if train_data.startswith(DATA_PREFIX) else os.path.abspath(train_data)
+
+
 def check_source(train_data: str | os.PathLike) -> Source:
     """The source ``train_data`` names, checked before anything is decoded: ``ValueError`` naming ``train_data``
     for a path that does not exist, a CSV without rows or without its columns, a shard that is not a tar archive, no
     sample at all, or more than ``MAX_BAD_FRACTION`` of the samples already known bad (missing image files, shard
     members without an image or a caption)."""
-    spec = str(train_data)
+    spec = resolve_data(str(train_data))
     path = Path(spec)
     if path.suffix.lower() in (".csv", ".tsv"):
         source = _csv_source(path)

@@ -128,8 +128,8 @@ def linear_probe(
     is unchanged, but it puts every dimension on one scale, which makes L-BFGS converge within 1,000
     iterations and makes one C grid meaningful across models whose feature norms differ.
 
-    Returns ``accuracy`` (test top-1 fraction), ``C``, ``val_accuracy`` (at the chosen C),
-    ``val_accuracies`` ({C: accuracy}), ``n_iter`` (L-BFGS iterations of the chosen fit) and ``converged``.
+    Returns ``accuracy`` (test top-1 fraction), ``accuracy_macro`` (its class-balanced mean, ``macro_accuracy``),
+    ``C``, ``val_accuracy`` (at the chosen C), ``val_accuracies`` ({C: accuracy}), ``n_iter`` (L-BFGS iterations of the chosen fit) and ``converged``.
     """
     xtr = _feats(train_feats, "train_feats").numpy()
     ytr = _labels(train_labels, "train_labels")
@@ -158,9 +158,10 @@ def linear_probe(
         val_accuracies = dict(zip(order, pool.map(val_accuracy, order)))
     best_C = max(val_accuracies, key=lambda c: (val_accuracies[c], -c))
     clf = fits[best_C]
-    accuracy = float((clf.predict(scaler.transform(xte)) == yte).mean())
+    predictions = clf.predict(scaler.transform(xte))
     return {
-        "accuracy": accuracy,
+        "accuracy": float((predictions == yte).mean()),
+        "accuracy_macro": macro_accuracy(predictions, yte),
         "C": best_C,
         "val_accuracy": val_accuracies[best_C],
         "val_accuracies": val_accuracies,
@@ -244,6 +245,13 @@ def per_class_accuracy(predictions: ArrayLike, labels: ArrayLike) -> dict[int, f
     if y.size == 0:
         raise ValueError("labels is empty")
     return {int(c): float((pred[y == c] == c).mean()) for c in np.unique(y)}
+
+
+def macro_accuracy(predictions: ArrayLike, labels: ArrayLike) -> float:
+    """Class-balanced accuracy: the mean over the classes present in ``labels`` of each class's accuracy
+    (``per_class_accuracy``; scikit-learn's ``balanced_accuracy_score``). Where one class holds a large share of the
+    test images, naming that class scores its share of top-1 accuracy but 1 / C of this."""
+    return float(np.mean(list(per_class_accuracy(predictions, labels).values())))
 
 
 def multilabel_map(scores: ArrayLike, targets: ArrayLike) -> float:

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from vlp_lib.eval.common import ArrayLike, _check_len, _labels
 from vlp_lib.eval.encode import encode_images, encode_texts
+from vlp_lib.eval.probes import macro_accuracy
 
 
 def _fill(template: str | Callable[[str], str], classname: str) -> str:
@@ -52,7 +53,8 @@ def zero_shot_accuracy(
     device: str | torch.device | None = None,
     image_features: torch.Tensor | None = None,
 ) -> dict[str, float]:
-    """Zero-shot ``top1`` / ``top5`` accuracy (fractions) of uint8 images ``[N, H, W, 3]`` with ``labels``.
+    """Zero-shot ``top1`` / ``top5`` accuracy (fractions) of uint8 images ``[N, H, W, 3]`` with ``labels``, and
+    ``top1_macro``, top-1's class-balanced mean (``eval.macro_accuracy``).
 
     Normalised image features against the prompt-ensemble classifier (ProtoCLIP Sec. IV-C.1: "L2-normalized
     representations"); top-5 is top-``min(5, C)`` so that it is defined for tasks with fewer than 5 classes.
@@ -70,7 +72,9 @@ def zero_shot_accuracy(
         _check_len(len(image_features), len(y), "labels", "image_features")
         feats = F.normalize(image_features.float(), dim=-1)
     logits = feats @ weights
-    return _topk_accuracy(logits, torch.as_tensor(y), ks=(1, 5))
+    out = _topk_accuracy(logits, torch.as_tensor(y), ks=(1, 5))
+    out["top1_macro"] = macro_accuracy(logits.argmax(dim=1).numpy(), y)
+    return out
 
 
 def _topk_accuracy(logits: torch.Tensor, target: torch.Tensor, ks: Iterable[int]) -> dict[str, float]:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vlp_lib import files
 from vlp_lib.cache import frozen_arrays
 from vlp_lib.data import real
 from vlp_lib.runs import paper_of_module
@@ -57,15 +58,12 @@ MISMATCHES_SHOWN = 3  # tensors quoted when a checkpoint does not fit the teache
 
 @lru_cache(maxsize=64)
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return files.file_sha256(path)
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 of the file's bytes (hashed once per path, size and modification time in a process)."""
+    """SHA-256 of the file's bytes (``files.file_sha256``, hashed once per path, size and modification time in a
+    process: a teacher checkpoint is hundreds of megabytes)."""
     st = os.stat(path)
     return _sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 

@@ -49,6 +49,7 @@ from vlp_lib.data.paired import PairedData, tokenize_all
 from vlp_lib.data.tasks import TASK_SEED_BASE
 from vlp_lib.data.world import Draws, generate
 from vlp_lib.papers.iclip import wordnet
+from vlp_lib.paths import DATA_PREFIX, resolve_data
 
 # The fields a class-text format may use, and the default (our reading: the prompt, then the definition).
 TEXT_FIELDS: tuple[str, ...] = ("prompt", "name", "definition")
@@ -177,11 +178,13 @@ def parse_class_data(text: str) -> dict[str, Any]:
     ``ValueError`` naming ``class_data`` for another string or a folder without classes."""
     if not isinstance(text, str) or not text.startswith(FOLDER_PREFIX) or not text[len(FOLDER_PREFIX) :].strip():
         raise ValueError(f"class_data must be 'folder:PATH' (class-labelled images PATH/<class>/*), got {text!r}")
-    root = Path(text[len(FOLDER_PREFIX) :].strip()).expanduser()
+    given = text[len(FOLDER_PREFIX) :].strip()
+    root = Path(resolve_data(given)).expanduser()
     train = root / "train"
     if train.is_dir() and any(p.is_dir() for p in train.iterdir()):
-        root = train
-    return check_folder_class_data({"folder": os.path.abspath(root)})
+        root, given = train, f"{given.rstrip('/')}/train"
+    # a data set the book builds keeps its "data:" name: the run's key is the same on every machine
+    return check_folder_class_data({"folder": given if given.startswith(DATA_PREFIX) else os.path.abspath(root)})
 
 
 def _check_seed(seed: Any) -> int:
@@ -215,14 +218,14 @@ def folder_listing(folder: str) -> tuple[list[str], list[tuple[str, int]], list[
     """The class folders of ``folder`` that hold images (sorted), ``(image path, class index)`` of every image
     (torchvision's ``make_dataset`` order) and the class folders without images. ``ValueError`` naming
     ``class_data``."""
-    return _listing_at(folder, _mtime(Path(folder)))
+    return _listing_at(folder, _mtime(Path(resolve_data(folder))))
 
 
 @lru_cache(maxsize=8)
 def _listing_at(folder: str, stamp: float) -> tuple[list[str], list[tuple[str, int]], list[str]]:
     from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset
 
-    root = Path(folder).expanduser()
+    root = Path(resolve_data(folder)).expanduser()
     if not root.is_dir():
         raise ValueError(f"class_data: no such folder {folder!r} (class-labelled images: PATH/<class>/<image>)")
     try:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vlp_lib.files import file_sha256
 from vlp_lib.papers.icmlm import lexicon
 from vlp_lib.runs import paper_of_module
 
@@ -75,14 +76,6 @@ def model_dir() -> Path:
             f"tagger: the installed {PACKAGE} is version {version}, the book pins {VERSION}; install it: {INSTALL}"
         )
     return folder
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(functools.partial(f.read, 1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_weights(folder: Path, expected: Mapping[str, str] | None = None) -> None:

@@ -58,7 +58,7 @@ from PIL import Image
 from vlp_lib.cache import frozen_arrays
 from vlp_lib.data import real
 from vlp_lib.data.paired import PairedData
-from vlp_lib.paths import cache_dir
+from vlp_lib.paths import cache_dir, resolve_data
 from vlp_lib.runs import paper_of_module
 
 PAPER = paper_of_module(__name__)  # whose fingerprint keys what this module caches
@@ -79,7 +79,7 @@ WHOLE_IMAGE = "(whole image)"  # the label of the one ROI of an image without a 
 
 def csv_columns(train_data: str) -> list[str]:
     """The columns of ``train_data`` when it is a CSV (its header, as ``data.real`` splits it), else ``[]``."""
-    path = Path(train_data)
+    path = Path(resolve_data(train_data))
     if real.is_world(train_data) or path.suffix.lower() not in (".csv", ".tsv") or not path.is_file():
         return []
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -130,7 +130,7 @@ def noun_phrases(captions: Sequence[str]) -> list[str]:
 
 def _row_keys(train_data: str) -> tuple[list[str], pd.DataFrame]:
     """Every row's sample key as ``data.real`` names it ("row N: path", N the file's line) and the frame."""
-    path = Path(train_data)
+    path = Path(resolve_data(train_data))
     with open(path, encoding="utf-8", errors="replace") as f:
         separator = "\t" if "\t" in f.readline() else ","
     frame = pd.read_csv(path, sep=separator, dtype=str, keep_default_na=False)
@@ -291,7 +291,7 @@ def _names(sample: real.Sample) -> list[str]:
 
 def _key_names(key: str, train_data: str) -> list[str]:
     """The sample names a regions key stands for (``_names``)."""
-    folder = Path(train_data).parent
+    folder = Path(resolve_data(train_data)).parent
     as_path = Path(key) if Path(key).is_absolute() else folder / key
     return [str(as_path.resolve()), key]
 

@@ -188,7 +188,7 @@ def check_data(train_data: Any = "world", eval_tasks: Any = None, regions: Any =
             raise ValueError("regions: a regions file gives boxes for train_data of your own; the world has its boxes")
         return Data(eval_tasks=tasks)
     n_pairs = real.count_pairs(train_data)  # ValueError naming train_data
-    path = str(Path(train_data).resolve())
+    path = real.config_path(train_data)
     summary = "column" if real_data.has_summary_column(path) else "noun_phrases"
     if summary == "noun_phrases":
         real_data.check_tagger()

@@ -1,0 +1,76 @@
+"""The real-drawings chapter (``vlp_lib.papers.drawings``): its plan on real pairs (the committed drawings stand in for
+the chapter's own, which ``make openclipart`` builds), its data checks before any compute, its claims and its tables
+on made-up records."""
+
+import numpy as np
+import pytest
+
+from vlp_lib.book.lineup import CLIP, VARIANTS
+from vlp_lib.data import folder_tasks
+from vlp_lib.papers.drawings.book import chapter
+
+REAL = "tests/data/openclipart"
+TASKS = [f"folder:{REAL}/categories", f"pairs:{REAL}/pairs.csv"]
+CLASSES = f"folder:{REAL}/categories/train"
+
+
+@pytest.fixture
+def data():
+    return chapter.check_data(f"{REAL}/pairs.csv", TASKS, CLASSES)
+
+
+@pytest.mark.parametrize("scale", ["smoke", "laptop", "paper"])
+def test_every_variant_builds_one_setting_at_every_scale(scale, data):
+    sizes = chapter.sizes_on(scale, data)
+    reference = chapter.config(CLIP, scale, 0, data)
+    assert chapter.config(chapter.UNTRAINED, scale, 0, data) == reference  # the learning check: CLIP's own network
+    for v in chapter.DEFAULT_VARIANTS:
+        c = chapter.config(v, scale, 0, data)
+        assert c.method == VARIANTS[v].method and c.train_data == reference.train_data
+        assert (c.train.batch_size, c.train.lr, list(c.eval.tasks)) == (sizes["batch_size"], sizes["lr"], TASKS)
+        if c.method in ("iclip", "unicl"):
+            assert c.method_args.class_data["folder"].endswith("categories/train")
+        if c.method == "pyramidclip":
+            assert "rs" not in c.method_args.weights and c.method_args.summary == "column"  # the title as T_S
+
+
+def test_the_drawings_are_named_in_the_data_folder_and_a_missing_build_names_its_command(tmp_path, monkeypatch):
+    assert chapter.DRAWINGS.train_data == "data:openclipart/64px/pairs.csv"
+    assert chapter.DRAWINGS.eval_tasks == (chapter.CATEGORY, chapter.SUBCATEGORY, chapter.HELD_OUT)
+    monkeypatch.setenv("VLP_DATA_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="make openclipart"):
+        chapter.check_data()
+    with pytest.raises(ValueError, match="real pairs"):
+        chapter.check_data("world", TASKS, CLASSES)
+    with pytest.raises(ValueError, match="eval_tasks"):
+        chapter.check_data(f"{REAL}/pairs.csv", [f"pairs:{REAL}/pairs.csv"], CLASSES)  # no folder task: no claim metric
+
+
+def test_claims_read_the_first_folder_task_and_a_variant_not_run_says_why(data):
+    assert chapter.claim_metric(chapter.DRAWINGS) == "category/linear"
+    assert {"test_pairs/mean_recall", "subcategory/linear", "category/knn_macro"} <= set(
+        chapter.metrics_on(chapter.DRAWINGS)
+    )
+    claims = chapter.claims_on(data, variants=[CLIP, "protoclip"])
+    assert [c.id for c in claims] == [c.id for c in chapter.CLAIMS]
+    assert all(c.metric == "categories/linear" for c in claims)
+    kinds = {c.id: c.kind for c in claims}
+    assert kinds["D_clip_learns"] == kinds["D_protoclip"] == "direction" and kinds["D_unicl"] == "not_run"
+    assert folder_tasks.is_folder_task(chapter.CLASS_DATA)
+
+
+def _records(values: dict[str, float], seeds=(0, 1, 2)) -> list[dict]:
+    rng = np.random.default_rng(0)
+    return [{"config": {"seed": s}, "metrics": {k: v + 0.01 * rng.normal() for k, v in values.items()}} for s in seeds]
+
+
+def test_the_learning_check_warns_when_clip_has_not_learned(data):
+    metric = chapter.claim_metric(data)
+    learned = {CLIP: _records({metric: 0.65}), chapter.UNTRAINED: _records({metric: 0.55})}
+    flat = {CLIP: _records({metric: 0.56}), chapter.UNTRAINED: _records({metric: 0.55})}
+    assert "CLIP learned" in chapter.learning_sentence(learned, data)
+    assert "cannot rank the ideas" in chapter.learning_sentence(flat, data)
+    table = chapter.learning_table(learned, data)
+    assert list(table.columns) == ["untrained (%)", "CLIP (%)", "gain"] and "+10.0 pp" in table.iloc[0]["gain"]
+    gains = chapter.gains_table({**learned, "tp_postag": _records({metric: 0.6})}, [CLIP, "tp_postag"], data)
+    assert gains.loc["TP_Postag (K = 50)", "categories: zero-shot top-1"] == "—"  # no text tower, no zero-shot
