@@ -154,7 +154,7 @@ def test_zero_shot_accuracy_known_answer_and_top5_semantics():
     labels = np.arange(n_classes).repeat(3)
     images = class_images(labels)
     res = ev.zero_shot_accuracy(model, fake_tokenizer, images, labels, classnames, ["t0 {}", "t1 {}"])
-    assert res == {"top1": 1.0, "top5": 1.0}
+    assert res == {"top1": 1.0, "top5": 1.0, "top1_macro": 1.0}
 
     # shifted labels: the true class is the image's class - 1, whose text embeddings lean towards the image's
     # class (second highest score), so top-1 is 0 and top-5 is 1

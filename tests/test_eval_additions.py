@@ -164,7 +164,9 @@ def test_avg3_averages_zero_shot_top5_and_keeps_the_other_keys(monkeypatch):
 def test_suite_on_an_image_only_model(clip_and_tokenizer):
     clip, _ = clip_and_tokenizer
     metrics = suite.evaluate_suite(ImageOnly(clip), None, TINY_SUITE)
-    expected = {f"{t}/{m}" for t in TINY_SUITE.tasks for m in ("linear", "knn", "ari", "ami")}
+    expected = {
+        f"{t}/{m}" for t in TINY_SUITE.tasks for m in ("linear", "linear_macro", "knn", "knn_macro", "ari", "ami")
+    }
     assert set(metrics) == expected
     assert all(np.isfinite(v) for v in metrics.values())
     # chance levels of an image-only model: the same keys, so every metric has its chance level
@@ -175,8 +177,9 @@ def test_text_tower_false_gives_the_full_models_probe_numbers(clip_and_tokenizer
     clip, tokenizer = clip_and_tokenizer
     full = suite.evaluate_task(clip, tokenizer, "count", "smoke", 40, 20, seed=0)
     probes = suite.evaluate_task(clip, None, "count", "smoke", 40, 20, seed=0, text_tower=False)
-    assert list(full) == ["zeroshot_top1", "zeroshot_top5", "linear", "knn", "ari", "ami"]
-    assert probes == {k: full[k] for k in ("linear", "knn", "ari", "ami")}
+    probe_keys = ("linear", "linear_macro", "knn", "knn_macro", "ari", "ami")
+    assert list(full) == ["zeroshot_top1", "zeroshot_top5", "zeroshot_top1_macro", *probe_keys]
+    assert probes == {k: full[k] for k in probe_keys}
     # the image-only wrapper computes the same image features, so the same probe numbers
     assert suite.evaluate_task(ImageOnly(clip), None, "count", "smoke", 40, 20, seed=0) == probes
 

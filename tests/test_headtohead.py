@@ -126,11 +126,9 @@ def _record(variant: str, episodes: int, seconds: float, seed: int = 0, start: f
 def test_calibration_on_hand_computed_records():
     # laptop: episodes of 2,048 samples, equal samples = 10 episodes = 20,480 samples
     assert chapter.unit_episodes("laptop") == 10 and chapter.CHAPTER_SCALES["laptop"]["episode_size"] == 2_048
-    clip = [chapter.variant_record(_record(CLIP, 10, s, seed)) for seed, s in enumerate((10.0, 12.0))]
+    clip = [lineup.variant_record(_record(CLIP, 10, s, seed)) for seed, s in enumerate((10.0, 12.0))]
     # ProtoCLIP: training 14 and 16 s plus 2 s of episode starts (K-Means, PBT) each: 16 + 18 -> mean 17 s
-    proto = [
-        chapter.variant_record(_record("protoclip", 10, s, seed, start=2.0)) for seed, s in enumerate((14.0, 16.0))
-    ]
+    proto = [lineup.variant_record(_record("protoclip", 10, s, seed, start=2.0)) for seed, s in enumerate((14.0, 16.0))]
     assert [r["samples"] for r in clip] == [20_480, 20_480] and proto[0]["seconds"] == 16.0
     # ICMLM: its TP_Postag start (5 episodes, 3 s) and itself (5 episodes, 19 s): 22 s for 20,480 samples
     icmlm = chapter.run_of("icmlm", 10)
@@ -138,7 +136,7 @@ def test_calibration_on_hand_computed_records():
     own = _record("icmlm", 10, 19.0)
     start = {"config": chapter.config(Run("tp_postag", icmlm.init_episodes), "laptop", 0).to_dict(), "timings": {}}
     start["timings"] = {"training": 3.0}
-    combined = chapter.variant_record(own, start)
+    combined = lineup.variant_record(own, start)
     assert combined["samples"] == 20_480 and combined["seconds"] == 22.0
     calibration = chapter.calibrate({CLIP: clip, "protoclip": proto, "icmlm": [combined]})
     assert calibration.clip_seconds == pytest.approx(11.0)

@@ -151,7 +151,7 @@ def check_built(data: Data) -> None:
     """``ValueError`` naming the command that builds the drawings when ``data`` reads them and they are not built
     here (before any compute)."""
     paths = [data.train_data, data.class_data, *(data.eval_tasks or ())]
-    if not any(ROOT in p for p in paths):
+    if not any(isinstance(p, str) and ROOT in p for p in paths):
         return
     folder = Path(resolve_data(ROOT))
     if not (folder / "pairs.csv").is_file():
