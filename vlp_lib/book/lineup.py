@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vlp_lib import experiment
+from vlp_lib.book.report import paired_test, record_differences
 from vlp_lib.config import as_list
 from vlp_lib.data import folder_tasks, pair_sets, real
 from vlp_lib.data.tokenizer import DEFAULT_CONTEXT_LENGTH
@@ -207,6 +210,30 @@ class Data:
 
 
 WORLD = Data()
+
+
+def check_variants(variants: Any, default: Sequence[str]) -> list[str]:
+    """A notebook's ``variants`` parameter: ``None`` = ``default``; else a non-empty list of names of ``VARIANTS``
+    (or one name), none repeated; CLIP, the reference, is always added first. ``ValueError`` naming ``variants``
+    before any compute."""
+    if variants is None:
+        return list(default)
+    names = check_names("variants", variants, list(VARIANTS))
+    if len(set(names)) != len(names):
+        raise ValueError(f"variants must not repeat, got {variants!r}")
+    return [n for n in VARIANTS if n == CLIP or n in names]
+
+
+def paired_gain(records: Sequence[dict], reference: Sequence[dict], metric: str, unit: str = "") -> str:
+    """``records``' per-seed difference from ``reference`` on ``metric`` (paired by seed) in points, with its 95% t
+    interval: "+1.2{unit} [-0.3, +2.7]"; "(1 seed)" in place of the interval with one seed; "—" where the records
+    lack ``metric`` (a model without a text tower has no zero-shot)."""
+    if not records or metric not in records[0]["metrics"]:
+        return "—"
+    test = paired_test(record_differences(records, reference, metric))
+    if test.n < 2 or not np.isfinite(test.low):
+        return f"{100 * test.mean:+.1f}{unit} (1 seed)"
+    return f"{100 * test.mean:+.1f}{unit} [{100 * test.low:+.1f}, {100 * test.high:+.1f}]"
 
 
 def check_data(train_data: Any, eval_tasks: Any = None, class_data: Any = "world") -> Data:

@@ -118,8 +118,15 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         seeds=(0, 1, 2, 3, 4),
     ),
 }
-DEFAULT_VARIANTS: list[str] = ["clip", "protoclip", "protoclip_no_teacher", "pyramidclip_no_roi", "iclip", "unicl"]
-DEFAULT_VARIANTS += ["tp_postag"]
+DEFAULT_VARIANTS: list[str] = [
+    "clip",
+    "protoclip",
+    "protoclip_no_teacher",
+    "pyramidclip_no_roi",
+    "iclip",
+    "unicl",
+    "tp_postag",
+]
 LEFT_OUT = {
     "pyramidclip": "its ROI terms need each drawing's object boxes from a detector: the drawings have none (its "
     "global and local levels run as 'PyramidCLIP w/o ROI terms')",
@@ -137,14 +144,8 @@ def resolve_seeds(scale: str, seeds: Any) -> list[int]:
 
 
 def check_variants(variants: Any) -> list[str]:
-    """The notebook's ``variants``: ``None`` = ``DEFAULT_VARIANTS``; else names of ``lineup.VARIANTS`` (CLIP, the
-    reference, always added first). ``ValueError`` naming ``variants`` before any compute."""
-    if variants is None:
-        return list(DEFAULT_VARIANTS)
-    names = lineup.check_names("variants", variants, list(VARIANTS))
-    if len(set(names)) != len(names):
-        raise ValueError(f"variants must not repeat, got {variants!r}")
-    return [n for n in VARIANTS if n == CLIP or n in names]
+    """The notebook's ``variants`` parameter (``lineup.check_variants``): ``None`` = ``DEFAULT_VARIANTS``."""
+    return lineup.check_variants(variants, DEFAULT_VARIANTS)
 
 
 def check_built(data: Data) -> None:
@@ -185,11 +186,18 @@ def unit_episodes(scale: str, data: Data = DRAWINGS) -> int:
     return lineup.unit_episodes(sizes_on(scale, data))
 
 
-def config(variant: str, scale: str = "laptop", seed: int = 0, data: Data = DRAWINGS) -> RunConfig:
+def config(
+    variant: str,
+    scale: str = "laptop",
+    seed: int = 0,
+    data: Data = DRAWINGS,
+    sizes: Mapping[str, Any] | None = None,
+) -> RunConfig:
     """The validated config of ``variant``'s run at equal samples on ``data`` (``lineup.config``); ``UNTRAINED`` is
-    CLIP's (its network before any step)."""
+    CLIP's (its network before any step). ``sizes``: ``sizes_on(scale, data)`` when the caller has it (it counts the
+    pairs, reading the whole source)."""
     name = CLIP if variant == UNTRAINED else variant
-    sizes = sizes_on(scale, data)
+    sizes = sizes if sizes is not None else sizes_on(scale, data)
     return lineup.config(run_of(name, lineup.unit_episodes(sizes)), scale, seed, data, sizes, EVAL_TASKS)
 
 
@@ -253,7 +261,8 @@ def run_chapter(
     loaded; the ``skipped`` variants are left out."""
     left_out = skipped(variants, data)
     rows = [v for v in variants if v not in left_out]
-    configs = {v: [config(v, scale, s, data) for s in seeds] for v in rows}
+    sizes = sizes_on(scale, data)
+    configs = {v: [config(v, scale, s, data, sizes) for s in seeds] for v in rows}
     results: dict[str, list[dict]] = {}
     for v, cs in configs.items():
         found = lineup.records(cs, compute=True, progress=progress)
@@ -266,7 +275,8 @@ def run_chapter(
 def stored(row: str, scale: str = "laptop", seeds: Sequence[int] | None = None, data: Data = DRAWINGS) -> Any:
     """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
     seeds = list(seeds or resolve_seeds(scale, None))
-    configs = [config(row, scale, s, data) for s in seeds]
+    sizes = sizes_on(scale, data)
+    configs = [config(row, scale, s, data, sizes) for s in seeds]
     if row == UNTRAINED:
         found = [experiment.stored_untrained(c) for c in configs]
         return None if any(r is None for r in found) else found
@@ -371,15 +381,6 @@ def inputs(data: Data = DRAWINGS) -> dict[str, str]:
     }
 
 
-def _gain(records: Sequence[dict], reference: Sequence[dict], key: str) -> str:
-    """ "+x.x pp [lo, hi]": the mean per-seed difference in points with its 95% interval (2 seeds or more)."""
-    d = record_differences(records, reference, key)
-    if len(d) < 2:
-        return f"{100 * float(np.mean(d)):+.1f} pp"
-    lo, hi = paired_interval(d)
-    return f"{100 * float(np.mean(d)):+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-
-
 def learning_table(results: Mapping[str, Sequence[dict]], data: Data = DRAWINGS) -> pd.DataFrame:
     """CLIP against its own network untrained, per metric: both as mean ± std over seeds, the gain with its 95%
     interval (paired by seed), and the largest class's share of the test images (what naming one class scores on
@@ -394,7 +395,7 @@ def learning_table(results: Mapping[str, Sequence[dict]], data: Data = DRAWINGS)
                 "metric": label,
                 "untrained (%)": fmt(*mean_std(seed_values(untrained, key))),
                 "CLIP (%)": fmt(*mean_std(seed_values(clip, key))),
-                "gain": _gain(clip, untrained, key),
+                "gain": lineup.paired_gain(clip, untrained, key, " pp"),
             }
         )
     return pd.DataFrame(rows).set_index("metric")
@@ -409,9 +410,10 @@ def learning_sentence(results: Mapping[str, Sequence[dict]], data: Data = DRAWIN
     d = record_differences(clip, untrained, key)
     gain = float(np.mean(d))
     lo = paired_interval(d)[0] if len(d) > 1 else gain
+    before, after = (100 * float(np.mean(seed_values(r, key))) for r in (untrained, clip))
     text = (
-        f"On the {metrics_on(data)[key]}, training took CLIP from {100 * float(np.mean(seed_values(untrained, key))):.1f}% "
-        f"(its network untrained) to {100 * float(np.mean(seed_values(clip, key))):.1f}%: {_gain(clip, untrained, key)}"
+        f"On the {metrics_on(data)[key]}, training took CLIP from {before:.1f}% (its network untrained) to "
+        f"{after:.1f}%: {lineup.paired_gain(clip, untrained, key, ' pp')}"
     )
     if gain < LEARNED_ENOUGH or lo <= 0:
         return text + (
@@ -440,7 +442,7 @@ def gains_table(results: Mapping[str, Sequence[dict]], variants: Sequence[str], 
             elif v == CLIP:
                 row[label] = fmt(*mean_std(seed_values(clip, key)))
             else:
-                row[label] = _gain(results[v], clip, key)
+                row[label] = lineup.paired_gain(results[v], clip, key, " pp")
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
 
@@ -531,11 +533,12 @@ def gains_figure(
         for label, rows, reference in pairs:
             if key not in rows[0]["metrics"]:
                 continue
-            d = 100 * record_differences(rows, reference, key)
-            lo, hi = (100 * x for x in paired_interval(d / 100)) if len(d) > 1 else (d.mean(), d.mean())
+            d = record_differences(rows, reference, key)
+            mean = float(np.mean(d))
+            lo, hi = paired_interval(d) if len(d) > 1 else (mean, mean)
             labels.append(label)
-            means.append(float(d.mean()))
-            errors.append((float(d.mean() - lo), float(hi - d.mean())))
+            means.append(100 * mean)
+            errors.append((100 * (mean - lo), 100 * (hi - mean)))
         y = np.arange(len(labels))[::-1]
         ax.errorbar(means, y, xerr=np.array(errors).T if errors else None, fmt="o", capsize=3)
         ax.axvline(0, color="grey", lw=0.8)

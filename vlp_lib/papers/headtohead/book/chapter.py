@@ -57,7 +57,7 @@ from vlp_lib.book.lineup import (
 from vlp_lib.book.lineup import IMAGE_ONLY_SIZE as IMAGE_ONLY_SIZE  # re-exported: the page and the tests read them
 from vlp_lib.book.lineup import check_data as check_data
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.book.report import fmt, mean_std, paired_test, record_differences, seed_values
+from vlp_lib.book.report import fmt, mean_std, seed_values
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
@@ -159,15 +159,8 @@ LEFT_OUT = {
 
 
 def check_variants(variants: Any) -> list[str]:
-    """The notebook's ``variants`` parameter: ``None`` = ``DEFAULT_VARIANTS``; else a non-empty list of names of
-    ``VARIANTS`` (or one name), none repeated; CLIP, the reference, is always added first. ``ValueError`` naming
-    ``variants`` before any compute."""
-    if variants is None:
-        return list(DEFAULT_VARIANTS)
-    names = check_names("variants", variants, list(VARIANTS))
-    if len(set(names)) != len(names):
-        raise ValueError(f"variants must not repeat, got {variants!r}")
-    return [n for n in VARIANTS if n == CLIP or n in names]
+    """The notebook's ``variants`` parameter (``lineup.check_variants``): ``None`` = ``DEFAULT_VARIANTS``."""
+    return lineup.check_variants(variants, DEFAULT_VARIANTS)
 
 
 def check_curve_variants(curve_variants: Any, variants: Sequence[str]) -> list[str]:
@@ -523,15 +516,6 @@ def run_chapter(
 # tables and the figure (presentation: nothing here is stored)
 
 
-def _interval(records: Sequence[dict], reference: Sequence[dict], metric: str) -> str:
-    if not records or metric not in records[0]["metrics"]:
-        return "—"
-    test = paired_test(record_differences(records, reference, metric))
-    if test.n < 2 or not np.isfinite(test.low):
-        return f"{100 * test.mean:+.1f} (1 seed)"
-    return f"{100 * test.mean:+.1f} [{100 * test.low:+.1f}, {100 * test.high:+.1f}]"
-
-
 def summary_table(
     results: Mapping[Row, Sequence[dict]], calibration: Calibration, variants: Sequence[str], metric: str = LINEAR
 ) -> pd.DataFrame:
@@ -545,8 +529,12 @@ def summary_table(
         lines.append(
             {
                 "variant": VARIANTS[v].label,
-                "gain at equal samples (pp)": "reference" if v == CLIP else _interval(same or [], clip, metric),
-                "gain at equal seconds (pp)": "reference" if v == CLIP else _interval(timed or [], clip, metric),
+                "gain at equal samples (pp)": "reference"
+                if v == CLIP
+                else lineup.paired_gain(same or [], clip, metric),
+                "gain at equal seconds (pp)": "reference"
+                if v == CLIP
+                else lineup.paired_gain(timed or [], clip, metric),
                 "cost per step (x CLIP)": f"{calibration.relative_cost(v):.2f}",
                 "samples in CLIP's seconds": f"{np.mean([r['samples'] for r in timed]):,.0f}" if timed else "",
                 "extra supervision": VARIANTS[v].extra,
@@ -591,7 +579,7 @@ def metric_table(results: Mapping[Row, Sequence[dict]], variants: Sequence[str],
             has = bool(records) and metric in records[0]["metrics"]
             line[f"{budget} (%)"] = fmt(*mean_std(seed_values(records, metric))) if has else "—"
             line[f"{budget}: minus CLIP (pp)"] = (
-                "reference" if v == CLIP else (_interval(records, clip, metric) if has else "—")
+                "reference" if v == CLIP else (lineup.paired_gain(records, clip, metric) if has else "—")
             )
         lines.append(line)
     return pd.DataFrame(lines).set_index("variant")
