@@ -40,7 +40,7 @@ from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import CLIP, VARIANTS, Data, run_of
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import fmt, mean_std, paired_interval, record_differences, seed_values
-from vlp_lib.config import scale_defaults
+from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import folder_tasks, pair_sets, real
 from vlp_lib.paths import resolve_data
 from vlp_lib.run_config import RunConfig
@@ -152,7 +152,7 @@ def check_built(data: Data) -> None:
     """``ValueError`` naming the command that builds the drawings when ``data`` reads them and they are not built
     here (before any compute)."""
     paths = [data.train_data, data.class_data, *(data.eval_tasks or ())]
-    if not any(isinstance(p, str) and ROOT in p for p in paths):
+    if not any(ROOT in p for p in paths):
         return
     folder = Path(resolve_data(ROOT))
     if not (folder / "pairs.csv").is_file():
@@ -165,8 +165,15 @@ def check_built(data: Data) -> None:
 def check_data(train_data: Any = TRAIN_DATA, eval_tasks: Any = None, class_data: Any = CLASS_DATA) -> Data:
     """The notebook's data parameters as a ``Data`` (``eval_tasks`` ``None``: the drawings' three tasks; at least one
     folder task, the claims' metric). ``ValueError`` naming the parameter before any compute."""
-    tasks = EVAL_TASKS if eval_tasks is None else eval_tasks
-    check_built(Data(train_data, tuple(tasks) if isinstance(tasks, (list, tuple)) else (), class_data))
+    # each parameter's own form first, so that a wrong one is named even where the drawings are not built here
+    if not isinstance(train_data, str) or not train_data:
+        raise ValueError(f"train_data must be a path (an OpenCLIP CSV or WebDataset shards), got {train_data!r}")
+    tasks = EVAL_TASKS if eval_tasks is None else tuple(as_list("eval_tasks", eval_tasks))
+    if not all(isinstance(t, str) for t in tasks):
+        raise ValueError(f"eval_tasks must be a list of task names, got {eval_tasks!r}")
+    if not isinstance(class_data, str):
+        raise ValueError(f"class_data must be 'folder:PATH' (class-labelled images), got {class_data!r}")
+    check_built(Data(train_data, tasks, class_data))
     if train_data == "world":
         raise ValueError("train_data: this chapter is about real pairs; the head to head is the world's")
     data = lineup.check_data(train_data, tasks, class_data)
