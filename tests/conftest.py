@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import smoke_notebooks
 import torch
 
 from vlp_lib import experiment
@@ -17,10 +18,56 @@ from vlp_lib.run_config import RunConfig
 LAUNCH_EACH = Path(__file__).resolve().parent / "launch_each.py"
 
 
+_KERNELS: dict = {}  # the notebook tier's kernels (``smoke_runs``' futures): while one runs, the tests take one thread
+
+
 def torch_threads() -> int:
-    """Torch threads per test: ``OMP_NUM_THREADS`` when it is set (a shared machine's one thread), else up to 2."""
+    """Torch threads per test: ``OMP_NUM_THREADS`` when it is set (a shared machine's one thread), one while the
+    notebook tier's kernels share the cores (a second thread would wait on them, not add to them), else up to 2."""
     threads = os.environ.get("OMP_NUM_THREADS", "")
-    return int(threads) if threads.isdigit() and int(threads) > 0 else max(1, min(2, os.cpu_count() or 1))
+    if threads.isdigit() and int(threads) > 0:
+        return int(threads)
+    busy = any(not future.done() for future in _KERNELS.values())
+    return 1 if busy else max(1, min(2, os.cpu_count() or 1))
+
+
+def pytest_collection_modifyitems(items):
+    """The notebook tier's tests last (in their order): they only wait for kernels that started with the session, so
+    the quick tier runs beside the kernels instead of stopping while the first notebook test waits."""
+    items.sort(key=lambda item: item.get_closest_marker("notebooks") is not None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def smoke_runs(request, tmp_path_factory):
+    """The notebooks the session's notebook tests need (``tests/smoke_notebooks.py``), started with the session's first
+    test, so that they run beside the quick tier; a future per notebook stem (``stem@real`` on the real pairs). Each
+    notebook's seconds are kept in pytest's cache for the next session's order."""
+    tests = {"test_runs_at_smoke_scale": "", "test_runs_on_real_pairs": smoke_notebooks.ON_REAL}
+    selected = {
+        item.callspec.params["path"].stem + tests[item.originalname]
+        for item in request.session.items
+        if item.originalname in tests
+    }
+    if not selected:
+        yield {}
+        return
+    futures, pool = smoke_notebooks.start(
+        selected,
+        tmp_path_factory.mktemp("book_results"),
+        tmp_path_factory.mktemp("book_checkpoints"),
+        tmp_path_factory.mktemp("executed"),
+        request.config.cache.get(smoke_notebooks.SECONDS_KEY, {}) if request.config.cache else {},
+    )
+    _KERNELS.update(futures)
+    yield futures
+    pool.shutdown(wait=True)
+    _KERNELS.clear()
+    if request.config.cache:
+        seconds = request.config.cache.get(smoke_notebooks.SECONDS_KEY, {})
+        for key, future in futures.items():
+            if future.done() and future.exception() is None:
+                seconds[key] = round(smoke_notebooks.seconds_of(future.result()), 1)
+        request.config.cache.set(smoke_notebooks.SECONDS_KEY, seconds)
 
 
 @pytest.fixture(autouse=True)

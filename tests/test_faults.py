@@ -44,7 +44,10 @@ def test_sigkill_mid_episode_resumes_to_the_same_metrics(tmp_path, monkeypatch):
 
     use_store(monkeypatch, tmp_path / "killed")
     checkpoint = experiment.checkpoint_path(config)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(config.to_dict())], env=dict(os.environ))
+    # the child computes with this process's thread count (one while the notebook tier's kernels run beside the tests):
+    # the same operations in the same order
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()))
+    child = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(config.to_dict())], env=env)
     deadline = time.monotonic() + 120
     while not checkpoint.exists() and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)

@@ -4,59 +4,20 @@ at the top of every page that reports numbers, and it runs end to end through pa
 
 import ast
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import nbformat
 import papermill
 import pytest
+from smoke_notebooks import IN_MAKE_TEST, NOTEBOOKS, ON_REAL, SMOKE_PARAMETERS
 
 from vlp_lib.book import build as bookbuild
-from vlp_lib.book import pages
 from vlp_lib.paths import REPO_ROOT
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-# Real image-text pairs (tests/data/openclipart: public-domain drawings with their authors' titles, an OpenCLIP CSV
-# and an image-folder task): every chapter notebook runs on them too, through the CSV path and a folder task only
-REAL = Path(__file__).resolve().parent / "data" / "openclipart"
-REAL_PARAMETERS = ["-p", "train_data", str(REAL / "pairs.csv"), "-y", f'eval_tasks: ["folder:{REAL / "categories"}"]']
-CLASS_DATA = ["-p", "class_data", f"folder:{REAL / 'categories' / 'train'}"]
-# a chapter notebook's own real inputs beside the pairs (the rest are chosen by default on real data)
-REAL_EXTRA: dict[str, list[str]] = {
-    "iclip_ratio": CLASS_DATA,
-    "iclip_unicl": CLASS_DATA,
-    "headtohead": CLASS_DATA,
-    # the mission's command on a user's pairs: an episode larger than the data is the whole data each episode
-    "protoclip_ablation": ["-p", "episode_size", "1000"],
-    # PyramidCLIP's ROI level from a regions file (each drawing's ink box: tests/data/make_openclipart_regions.py)
-    "pyramidclip_benchmark": ["-p", "regions", str(REAL / "regions.json")],
-    "pyramidclip_components": ["-p", "regions", str(REAL / "regions.json")],
-    # DIME-FM's unpaired corpora from a user's files: an image folder and a text file of captions of other drawings
-    "dimefm_benchmark": [
-        *("-p", "unpaired_images", str(REAL / "categories" / "train")),
-        *("-p", "unpaired_texts", str(REAL / "unpaired_captions.txt")),
-    ],
-}
-# A notebook whose own default data is real (the drawings chapter: Open Clip Art, built by `make openclipart`, which
-# CI does not build) runs at smoke scale on the committed drawings instead, with held-out pairs for its retrieval
-SMOKE_PARAMETERS: dict[str, list[str]] = {
-    "drawings": [
-        *("-p", "train_data", str(REAL / "pairs.csv")),
-        *("-y", f'eval_tasks: ["folder:{REAL / "categories"}", "pairs:{REAL / "pairs.csv"}"]'),
-        *CLASS_DATA,
-    ],
-}
-# `make test` runs two of them on the real pairs, the baseline and the mission's command (the ProtoCLIP ablation on a
-# user's pairs); the others, minutes each at smoke scale, run in `make test-real` (marker `real_pairs`), so that
-# `make test` stays within its 8 minutes
-IN_MAKE_TEST = ("clip_baseline", "protoclip_ablation")
 REAL_NOTEBOOKS = [
     pytest.param(
         p,
@@ -66,7 +27,6 @@ REAL_NOTEBOOKS = [
     for p in NOTEBOOKS
     if p.stem not in ("world_tour", "scorecard", *SMOKE_PARAMETERS)
 ]
-ON_REAL = "@real"  # the suffix of a real-data run's key in ``smoke_runs``
 
 
 def test_there_are_notebooks():
@@ -132,91 +92,6 @@ def test_pages_state_their_scale(path):
     assert "remove-input" in note["metadata"].get("tags", [])
     if path.stem != "world_tour":  # the world tour reports no results: scale only
         assert "results=False" not in "".join(note["source"])
-
-
-def _smoke_run(path: Path, out: Path, env: dict[str, str], parameters: Sequence[str] = ()):
-    """``path`` executed at smoke scale into ``out`` by papermill in a process of its own, with papermill's
-    ``parameters`` (``-p name value``, ``-y yaml``) after ``scale``; the executed notebook."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "papermill",
-            str(path),
-            str(out),
-            "-k",
-            "python3",
-            "-p",
-            "scale",
-            "smoke",
-            "--cwd",
-            str(path.parent),
-            "--no-progress-bar",
-            *parameters,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise AssertionError(f"{path.name} {' '.join(parameters)} failed at smoke scale:\n{done.stderr[-4000:]}")
-    return nbformat.read(out, as_version=4)
-
-
-@pytest.fixture(scope="module")
-def smoke_runs(request, tmp_path_factory) -> dict[str, Future]:
-    """The selected notebooks executed at smoke scale, a future per notebook stem (``stem@real`` for a run on the
-    real pairs), as `make book` runs them: one results store and checkpoint folder for all (the clustering,
-    efficiency and scorecard pages load the runs earlier ones stored), a chapter's notebooks in book order, one
-    thread per kernel (``SMOKE_ENV``). Chapters are independent (``pages.CHAPTERS``), and a chapter on the real pairs
-    is another chain, so they run side by side, one kernel per core (at most 4); the scorecard starts once every
-    other notebook is done."""
-    selected = {
-        item.callspec.params["path"].stem + (ON_REAL if item.originalname == "test_runs_on_real_pairs" else "")
-        for item in request.session.items
-        if item.originalname in ("test_runs_at_smoke_scale", "test_runs_on_real_pairs")
-    }
-    env = {
-        **os.environ,
-        **bookbuild.SMOKE_ENV,
-        "VLP_RESULTS_DIR": str(tmp_path_factory.mktemp("book_results")),
-        "VLP_CHECKPOINT_DIR": str(tmp_path_factory.mktemp("book_checkpoints")),
-    }
-    out_dir = tmp_path_factory.mktemp("executed")
-    futures: dict[str, Future] = {key: Future() for key in selected}
-
-    def execute(key: str):
-        stem, real = key.removesuffix(ON_REAL), key.endswith(ON_REAL)
-        parameters = [*REAL_PARAMETERS, *REAL_EXTRA.get(stem, [])] if real else SMOKE_PARAMETERS.get(stem, [])
-        return _smoke_run(NOTEBOOK_DIR / f"{stem}.ipynb", out_dir / f"{key}.ipynb", env, parameters)
-
-    def run_chain(keys: list[str], after: list[Future]) -> None:
-        wait(after)
-        for key in keys:
-            try:
-                futures[key].set_result(execute(key))
-            except BaseException as err:  # reported by that notebook's test; the chain goes on
-                futures[key].set_exception(err)
-
-    chains = [
-        [nb + suffix for nb in notebooks if nb + suffix in selected]
-        for name, notebooks in pages.CHAPTERS.items()
-        if name != pages.SCORECARD
-        for suffix in ("", ON_REAL)
-    ]
-    chained = {key for chain in chains for key in chain} | {pages.SCORECARD}
-    chains = [chain for chain in chains if chain] + [[key] for key in sorted(selected - chained)]
-    # the longest chains first (their notebook count standing in for their time: ProtoCLIP's five take about 130 s,
-    # DIME-FM's three 95 s, a single notebook 10 to 35 s), so that no long chain starts last on an otherwise idle core
-    chains.sort(key=len, reverse=True)
-    pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
-    for chain in chains:
-        pool.submit(run_chain, chain, [])
-    if pages.SCORECARD in selected:  # submitted last: every chain has a worker before it waits for them
-        world = [key for chain in chains for key in chain if not key.endswith(ON_REAL)]
-        pool.submit(run_chain, [pages.SCORECARD], [futures[key] for key in world])
-    yield futures
-    pool.shutdown(wait=True)
 
 
 def assert_figures_are_pngs(executed) -> None:

@@ -90,6 +90,15 @@ def test_seeds_are_planned_for_power_at_the_papers_effect():
     assert math.isnan(report.paired_test([0.01, -0.01, 0.0]).seeds_needed)
     # a 0.3 pp effect at a 1 pp spread needs about (2.8 / 0.3)^2 = 87 seeds
     assert 85 <= sstats.planned_seeds(0.01, 0.003) <= 92
+    # the smallest such n for every kind (found by bisection: the power grows with n), and none within the cap
+    for kind, rows in (("difference", 2), ("noninferiority", 5), ("equivalence", 3)):
+        n = int(sstats.planned_seeds(0.01, 0.004, kind, rows))
+        power = {"difference": sstats.power_two_sided, "noninferiority": sstats.power_one_sided}.get(
+            kind, sstats.power_equivalence
+        )
+        assert power(0.004, 0.01 / math.sqrt(n), (n - 1) * (rows - 1)) >= 0.8
+        assert n == 2 or power(0.004, 0.01 / math.sqrt(n - 1), (n - 2) * (rows - 1)) < 0.8
+    assert sstats.planned_seeds(0.01, 0.003, max_seeds=50) == math.inf
 
 
 def test_direction_uses_the_t_interval():
