@@ -2,7 +2,7 @@
 #   make book   create/update .venv, then build the HTML book from the shipped release (release/: executed pages and
 #               their run records; trains nothing), executing the notebooks (papermill) only where there is no
 #               release or EXECUTE=1 asks for it
-#   make test   create/update .venv, run the test suite (quick tier, then the notebooks at smoke scale)
+#   make test   create/update .venv, run the test suite (quick tier, the notebooks at smoke scale beside it)
 # Options: EXECUTE=1 (re-make the pages of CHAPTERS, or of every chapter), SCALE=smoke|laptop|paper (notebook scale
 #   when executing), PYTHON=python3.11, CHAPTERS="iclip" (chapters or notebooks, see vlp_lib/book/pages.py CHAPTERS;
 #   default: all; the other pages come from the release, keep their last build, or show "not built yet").

@@ -48,8 +48,8 @@ SMOKE_PARAMETERS: dict[str, list[str]] = {
     ],
 }
 # `make test` runs two of them on the real pairs, the baseline and the mission's command (the ProtoCLIP ablation on a
-# user's pairs); the others, minutes each at smoke scale, run in `make test-real` (marker `real_pairs`), so that
-# `make test` stays within its 8 minutes
+# user's pairs); the others, minutes each at smoke scale, run in `make test-real` (marker `real_pairs`), to keep
+# `make test` near its 8 minutes
 IN_MAKE_TEST = ("clip_baseline", "protoclip_ablation")
 ON_REAL = "@real"  # the suffix of a real-data run's key in ``smoke_runs``
 SECONDS_KEY = "vlp/notebook_seconds"  # pytest's cache: each notebook's seconds in the last session that ran it
