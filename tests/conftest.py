@@ -3,7 +3,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,46 +136,52 @@ class OneAndTwo:
     folder: Path
 
 
+DDP_CASES = "ddp_cases"  # a test module's ``ddp_cases(tmp_path_factory) -> {name: (config, start store or None)}``
+
+
 @pytest.fixture(scope="session")
-def one_and_two(tmp_path_factory) -> Callable[..., dict[str, OneAndTwo]]:
-    """``runs({name: config}, start=None)``: each config trained here in one process, then all of them in two gloo
-    processes by one ``torchrun --nproc_per_node 2 tests/launch_each.py`` (``vlp_lib.launch`` on each config in
-    turn: torchrun's start is paid once, not once per config), ``OMP_NUM_THREADS=1``. Each run's stores start as a
-    copy of the store ``start`` (a teacher's) where given; the world cache is the session's. ``{name: OneAndTwo}``."""
+def ddp_runs(request, tmp_path_factory) -> dict[str, dict[str, OneAndTwo]]:
+    """The 1-vs-2-process cases of every module of the session that has them (its ``ddp_cases``), keyed by module
+    name, then case: each config trained here in one process, then all of them, every module's, in two gloo processes
+    by one ``torchrun --nproc_per_node 2 tests/launch_each.py`` (``vlp_lib.launch`` on each config in turn: torchrun's
+    start and the ranks' imports, about 8 s each, are paid once for the session), ``OMP_NUM_THREADS=1``. Each run's
+    stores start as a copy of its case's start store (a teacher's) where given; the world cache is the session's."""
     cache = tmp_path_factory.getbasetemp() / "cache"  # _isolated_dirs' shared cache
-
-    def runs(configs: Mapping[str, RunConfig], start: Path | None = None) -> dict[str, OneAndTwo]:
-        folders = {name: tmp_path_factory.mktemp(f"ddp_{name}") for name in configs}
-        ones = {}
-        for name, config in configs.items():
-            one, two = folders[name] / "one", folders[name] / "two"
-            for side in (one, two):
-                side.mkdir()
-                if start is not None:
-                    shutil.copytree(start, side / "results")
-            (two / "config.json").write_text(json.dumps(config.to_dict()))
-            with pytest.MonkeyPatch.context() as mp:
-                mp.setenv("VLP_CACHE_DIR", str(cache))
-                mp.setenv("VLP_RESULTS_DIR", str(one / "results"))
-                mp.setenv("VLP_CHECKPOINT_DIR", str(one / "ckpt"))
-                ones[name] = experiment.run(config, progress=False, verbose=False)
-        plan = tmp_path_factory.mktemp("ddp_plan") / "plan.json"
-        plan.write_text(json.dumps([str(f / "two") for f in folders.values()]))
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-        env = dict(os.environ, VLP_CACHE_DIR=str(cache), OMP_NUM_THREADS="1")
-        out = subprocess.run(
-            [*command, str(LAUNCH_EACH), str(plan)], env=env, capture_output=True, text=True, timeout=900
-        )
-        assert out.returncode == 0, out.stderr[:3000] + "\n...\n" + out.stderr[-2000:]  # the first rank's traceback
-        result = {}
-        for name, config in configs.items():
-            two = folders[name] / "two"
-            with pytest.MonkeyPatch.context() as mp:
-                mp.setenv("VLP_RESULTS_DIR", str(two / "results"))
-                stored = experiment.stored(config)
-            assert stored is not None, f"{name}: rank 0 wrote no record"
-            metrics = json.loads((two / "metrics.json").read_text())
-            result[name] = OneAndTwo(config, ones[name], metrics, stored, folders[name])
-        return result
-
-    return runs
+    modules = sorted(
+        {m for item in request.session.items if hasattr(m := getattr(item, "module", None), DDP_CASES)}, key=str
+    )
+    cases = {
+        (module.__name__, name): case
+        for module in modules
+        for name, case in getattr(module, DDP_CASES)(tmp_path_factory).items()
+    }
+    folders = {key: tmp_path_factory.mktemp("ddp_" + "_".join(key)) for key in cases}
+    ones = {}
+    for key, (config, start) in cases.items():
+        one, two = folders[key] / "one", folders[key] / "two"
+        for side in (one, two):
+            side.mkdir()
+            if start is not None:
+                shutil.copytree(start, side / "results")
+        (two / "config.json").write_text(json.dumps(config.to_dict()))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("VLP_CACHE_DIR", str(cache))
+            mp.setenv("VLP_RESULTS_DIR", str(one / "results"))
+            mp.setenv("VLP_CHECKPOINT_DIR", str(one / "ckpt"))
+            ones[key] = experiment.run(config, progress=False, verbose=False)
+    plan = tmp_path_factory.mktemp("ddp_plan") / "plan.json"
+    plan.write_text(json.dumps([str(f / "two") for f in folders.values()]))
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    env = dict(os.environ, VLP_CACHE_DIR=str(cache), OMP_NUM_THREADS="1")
+    out = subprocess.run([*command, str(LAUNCH_EACH), str(plan)], env=env, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[:3000] + "\n...\n" + out.stderr[-2000:]  # the first rank's traceback
+    result: dict[str, dict[str, OneAndTwo]] = {module.__name__: {} for module in modules}
+    for (module, name), (config, _) in cases.items():
+        two = folders[module, name] / "two"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("VLP_RESULTS_DIR", str(two / "results"))
+            stored = experiment.stored(config)
+        assert stored is not None, f"{module} {name}: rank 0 wrote no record"
+        metrics = json.loads((two / "metrics.json").read_text())
+        result[module][name] = OneAndTwo(config, ones[module, name], metrics, stored, folders[module, name])
+    return result

@@ -1,6 +1,6 @@
 """``torchrun --nproc_per_node N tests/launch_each.py PLAN.json``: ``python -m vlp_lib.launch`` on each run of the plan
 in turn, in one set of processes. A launch costs about 8 s of imports on a 2-core CPU (the launcher and every rank
-import torch and open_clip): the 1-vs-2-process tests pay it once per module instead of once per config.
+import torch and open_clip): the 1-vs-2-process tests of every module pay it once per session (``conftest.ddp_runs``).
 
 ``PLAN.json`` lists folders; each holds ``config.json`` and gets the run's ``results/`` and ``ckpt/`` and, from rank
 0, ``metrics.json``: the line ``vlp_lib.launch`` printed. The process group stays up from one run to the next (the

@@ -31,10 +31,15 @@ PYRAMID = dict(TINY, method_kwargs={"weights": {"gs": 0.5, "lt": 0.5}})
 CASES = {"clip": ("clip", TINY), "protoclip": ("protoclip", PROTO), "pyramidclip": ("pyramidclip", PYRAMID)}
 
 
+def ddp_cases(tmp_path_factory):
+    """Every case, for ``conftest.ddp_runs`` (one torchrun launch for every module's cases)."""
+    return {name: (experiment.make_config("smoke", method, **kw), None) for name, (method, kw) in CASES.items()}
+
+
 @pytest.fixture(scope="module")
-def runs(one_and_two):
-    """Every case in one process and in 2 gloo processes (one torchrun launch for the three: ``vlp_lib.launch``)."""
-    return one_and_two({name: experiment.make_config("smoke", method, **kw) for name, (method, kw) in CASES.items()})
+def runs(ddp_runs):
+    """Every case in one process and in 2 gloo processes."""
+    return ddp_runs[__name__]
 
 
 @pytest.mark.parametrize("method", list(CASES))

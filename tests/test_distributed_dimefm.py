@@ -48,10 +48,9 @@ def torchrun(script: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
     return out
 
 
-@pytest.fixture(scope="module")
-def teacher_store(tmp_path_factory):
-    """A vit-tiny CLIP teacher, trained once in a store of its own that each test copies (so the two-process run
-    finds the teacher stored but not the student)."""
+def trained_teacher(tmp_path_factory):
+    """A vit-tiny CLIP teacher, trained once in a store of its own that each run's stores copy (so the two-process
+    run finds the teacher stored but not the student): its config and the store."""
     base = tmp_path_factory.getbasetemp()
     store = tmp_path_factory.mktemp("teacher_results")
     teacher = experiment.make_config("smoke", epochs=1, world_seed=7, **TINY)
@@ -66,16 +65,23 @@ def teacher_store(tmp_path_factory):
 CASES = {"intra": INTRA, "inter-nlp": INTER}
 
 
-@pytest.fixture(scope="module")
-def runs(one_and_two, teacher_store):
-    """Both cases in one process and in 2 gloo processes (one torchrun launch: ``vlp_lib.launch``), each store a copy
-    of the teacher's (the one-process run caches the teacher's features the ranks then read)."""
-    teacher, store = teacher_store
-    configs = {
-        name: experiment.make_config("smoke", "dimefm", epochs=2, method_kwargs={"teacher": teacher, **kw}, **TINY)
+def ddp_cases(tmp_path_factory):
+    """Both cases, each store a copy of the teacher's (the one-process run caches the teacher's features the ranks
+    then read), for ``conftest.ddp_runs`` (one torchrun launch for every module's cases)."""
+    teacher, store = trained_teacher(tmp_path_factory)
+    return {
+        name: (
+            experiment.make_config("smoke", "dimefm", epochs=2, method_kwargs={"teacher": teacher, **kw}, **TINY),
+            store,
+        )
         for name, kw in CASES.items()
     }
-    return one_and_two(configs, start=store)
+
+
+@pytest.fixture(scope="module")
+def runs(ddp_runs):
+    """Both cases in one process and in 2 gloo processes."""
+    return ddp_runs[__name__]
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -66,10 +66,15 @@ CASES = {
 }
 
 
+def ddp_cases(tmp_path_factory):
+    """Every case, for ``conftest.ddp_runs`` (one torchrun launch for every module's cases)."""
+    return {name: (experiment.make_config("smoke", m, **kw), None) for name, (m, kw, _) in CASES.items()}
+
+
 @pytest.fixture(scope="module")
-def runs(one_and_two):
-    """Every case in one process and in 2 gloo processes (one torchrun launch for the three: ``vlp_lib.launch``)."""
-    return one_and_two({name: experiment.make_config("smoke", m, **kw) for name, (m, kw, _) in CASES.items()})
+def runs(ddp_runs):
+    """Every case in one process and in 2 gloo processes."""
+    return ddp_runs[__name__]
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -56,10 +56,15 @@ def counts_per_rank(config, read: str) -> list[tuple[int, int]]:
 CASES = {"icmlm": (ICMLM, "maskable"), "tp": (TP_POSTAG, "tp_targets")}
 
 
+def ddp_cases(tmp_path_factory):
+    """Both methods, for ``conftest.ddp_runs`` (one torchrun launch for every module's cases)."""
+    return {method: (experiment.make_config("smoke", method, **kw), None) for method, (kw, _) in CASES.items()}
+
+
 @pytest.fixture(scope="module")
-def runs(one_and_two):
-    """Both methods in one process and in 2 gloo processes (one torchrun launch: ``vlp_lib.launch``)."""
-    return one_and_two({method: experiment.make_config("smoke", method, **kw) for method, (kw, _) in CASES.items()})
+def runs(ddp_runs):
+    """Both methods in one process and in 2 gloo processes."""
+    return ddp_runs[__name__]
 
 
 @pytest.mark.parametrize("method", list(CASES))
