@@ -10,6 +10,7 @@ imports no paper). Book-side code: it plans runs and computes no stored number.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,7 +297,7 @@ def sizes_on(chapter_sizes: Mapping[str, Any], data: Data = WORLD) -> dict[str, 
     batches."""
     sizes = dict(chapter_sizes)
     if not data.is_world:
-        count = real.count_pairs(data.train_data)
+        count = _count_pairs(data.train_data, _stamp(data.train_data))
         batch = int(sizes["batch_size"])
         share = sizes["episode_size"] / sizes["train_size"]
         sizes["train_size"] = count
@@ -326,13 +327,49 @@ def run_of(variant: str, episodes: int) -> Run:
     return Run(variant, max(1, episodes))
 
 
+def _stamp(source: str | None) -> tuple[int, int] | None:
+    """What says that a data source (a CSV, a shard, a folder) changed within a session: its modification time and
+    size; ``None`` for the world or a path that is not there as written (a brace pattern of shards)."""
+    if source is None or source == "world":
+        return None
+    path = resolve_data(source.removeprefix("folder:"))
+    try:
+        stat = Path(path).stat()
+    except (OSError, ValueError):
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _count_pairs(source: str, stamp: tuple[int, int] | None) -> int:
+    """``real.count_pairs`` once per source as it stands (``stamp``): it reads the whole CSV."""
+    return real.count_pairs(source)
+
+
+# the configs made in this process, by their arguments and their data's stamps: a page and the scorecard ask for
+# the same configs again and again (each claim, each row, each seed), and checking a config on real pairs reads the
+# whole CSV and looks up every image (about 0.3 s on the Open Clip Art drawings: 105 of the scorecard test's 140 s)
+_CONFIGS: dict[tuple, RunConfig] = {}
+
+
 def config(
     run: Run, scale: str, seed: int, data: Data, sizes: Mapping[str, Any], eval_tasks: Sequence[str]
 ) -> RunConfig:
     """The validated run config of ``run`` on ``data`` at a chapter's ``sizes`` (``sizes_on``'s) at ``scale``,
     evaluated on ``data.eval_tasks`` or else ``eval_tasks`` (``experiment.make_config``; ``ValueError`` before any
     compute). An ICMLM run's ``init`` is the config of TP_Postag trained ``init_episodes`` at the same sizes and
-    seed."""
+    seed. Made once per process for the same arguments while the data's files stand unchanged (``_stamp``)."""
+    stamps = tuple(_stamp(source) for source in (data.train_data, data.class_data))
+    key = (run, scale, seed, data, repr(sorted(sizes.items())), tuple(eval_tasks), stamps)
+    if key not in _CONFIGS:
+        _CONFIGS[key] = _make_config(run, scale, seed, data, sizes, eval_tasks)
+    return _CONFIGS[key]
+
+
+def _make_config(
+    run: Run, scale: str, seed: int, data: Data, sizes: Mapping[str, Any], eval_tasks: Sequence[str]
+) -> RunConfig:
+    """``config`` made now."""
     variant = VARIANTS[run.variant]
     kwargs = variant.method_kwargs(sizes)
     if variant.method == "icmlm":
