@@ -44,6 +44,7 @@ L_p-vl 2.2e-7, L_udist 7e-8); zero-shot, linear probe and retrieval equal. One p
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import weakref
 from collections.abc import Mapping
@@ -220,10 +221,13 @@ def embed_width(model: str) -> int:
     return int(open_clip.get_model_config(model)["embed_dim"])
 
 
+@functools.lru_cache(maxsize=256)
 def image_tower_size(model: str, image_size: int, width: int | None = None) -> int:
     """Parameters of preset ``model``'s image tower at ``image_size``, projecting into ``width`` dimensions
     (``at_width``; ``None``: its own), read from a tower built on the meta device (no memory, no initialisation):
-    a config check before any compute (``ValueError`` from ``at_width`` for a tower it cannot fit)."""
+    a config check before any compute (``ValueError`` from ``at_width`` for a tower it cannot fit). Once per
+    process for each tower: every DIME-FM config checks its student against its teacher (31 ms a tower, 552 towers
+    when the scorecard judges the chapter's claims)."""
     cfg = open_clip.get_model_config(model)
     vision = {**cfg["vision_cfg"], "image_size": image_size}
     with torch.device("meta"):
