@@ -74,3 +74,20 @@ def test_the_learning_check_warns_when_clip_has_not_learned(data):
     assert list(table.columns) == ["untrained (%)", "CLIP (%)", "gain"] and "+10.0 pp" in table.iloc[0]["gain"]
     gains = chapter.gains_table({**learned, "tp_postag": _records({metric: 0.6})}, [CLIP, "tp_postag"], data)
     assert gains.loc["TP_Postag (K = 50)", "categories: zero-shot top-1"] == "—"  # no text tower, no zero-shot
+
+
+def test_the_paper_scale_runs_shipped_from_a_gpu_are_shown_against_clip_seed_by_seed(tmp_path):
+    summary = chapter.paper_scale_runs()
+    assert summary is not None and summary["scale"] == "paper" and summary["sizes"]["model"] == "RN50"
+    clip = next(r for r in summary["runs"] if r["variant"] == CLIP and r["seed"] == 0)
+    unicl = next(r for r in summary["runs"] if r["variant"] == "unicl" and r["seed"] == 0)
+    table = chapter.paper_scale_table(summary)
+    label = "category: linear probe"
+    assert table.loc["CLIP", label] == f"{100 * clip['metrics']['category/linear']:.1f}"
+    difference = 100 * (unicl["metrics"]["category/linear"] - clip["metrics"]["category/linear"])
+    assert table.loc["UniCL (r = 0.5)", label] == f"{difference:+.1f} pp"
+    sentence = chapter.paper_scale_sentence(summary)
+    assert "judge no claim" in sentence and "Not run: ProtoCLIP" in sentence
+    stale = {**summary, "runs": [{**r, "code_fingerprint": "0" * 16} for r in summary["runs"]]}
+    assert not chapter.paper_scale_current(stale) and "has changed since" in chapter.paper_scale_sentence(stale)
+    assert chapter.paper_scale_runs(tmp_path / "none.json") is None

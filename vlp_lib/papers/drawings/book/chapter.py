@@ -24,6 +24,7 @@ ink, so chance is not the bar. **The claims**: CLIP learned (beats its own initi
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -33,7 +34,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from vlp_lib import experiment
+from vlp_lib import experiment, runs
 from vlp_lib.book import lineup
 from vlp_lib.book.claims import Claim, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
@@ -600,3 +601,82 @@ def feature_map_figure(
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# at the papers' sizes: runs on a lent GPU (benchmarks/drawings_paper.py), shipped as their summary
+
+PAPER_SCALE_RUNS = Path(__file__).with_name("paper_scale.json")  # the summary benchmarks/drawings_paper.py wrote
+PAPER_SCALE_METRICS = ("linear", "linear_macro", "knn", "zeroshot_top1", "mean_recall")  # the table's, to fit a page
+
+
+def paper_scale_runs(path: Path = PAPER_SCALE_RUNS) -> dict[str, Any] | None:
+    """The summary of the chapter's runs at ``scale="paper"`` on a GPU (``benchmarks/drawings_paper.py``), or
+    ``None`` where none is shipped."""
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def paper_scale_current(summary: Mapping[str, Any]) -> bool:
+    """Whether every run of ``summary`` was made by the code its scope has today (``runs.code_fingerprint``)."""
+    return all(
+        r["code_fingerprint"] == runs.code_fingerprint(None if r["scope"] == runs.CORE else r["scope"])
+        for r in summary["runs"]
+    )
+
+
+def paper_scale_table(summary: Mapping[str, Any], data: Data = DRAWINGS) -> pd.DataFrame:
+    """One row per run of ``summary`` (seed by seed): CLIP untrained and CLIP in percent, every other variant as its
+    difference from CLIP on the same seed in points, on ``PAPER_SCALE_METRICS`` of ``metrics_on``; "—" where a
+    variant has no text tower for the metric."""
+    metrics = {k: v for k, v in metrics_on(data).items() if k.rsplit("/", 1)[-1] in PAPER_SCALE_METRICS}
+    clip = {r["seed"]: r["metrics"] for r in summary["runs"] if r["variant"] == CLIP}
+    rows = []
+    for run in summary["runs"]:
+        v, values = run["variant"], run["metrics"]
+        label = "CLIP untrained" if v == UNTRAINED else VARIANTS[v].label
+        row: dict[str, Any] = {"run": label, "seed": run["seed"]}
+        for key, name in metrics.items():
+            if key not in values:
+                row[name] = "—"
+            elif v in (CLIP, UNTRAINED) or run["seed"] not in clip:
+                row[name] = f"{100 * values[key]:.1f}"
+            else:
+                row[name] = f"{100 * (values[key] - clip[run['seed']][key]):+.1f} pp"
+        row["training (s)"] = "—" if run["training_seconds"] is None else f"{run['training_seconds']:.0f}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("run")
+
+
+def paper_scale_sentence(summary: Mapping[str, Any], data: Data = DRAWINGS) -> str:
+    """Where and how the paper-scale runs were made, CLIP's gain over its untrained network on the claims' metric,
+    what did not run and why, and whether today's code still makes them."""
+    key = claim_metric(data)
+    by_row = {(r["variant"], r["seed"]): r["metrics"] for r in summary["runs"]}
+    seeds = sorted({r["seed"] for r in summary["runs"]})
+    sizes = summary["sizes"]
+    text = (
+        f"{sizes['model']} at {sizes['image_size']} px, batch {sizes['batch_size']}, {sizes['unit_epochs']} epochs of "
+        f"the {sizes['train_size']:,} pairs, bf16, on an {summary['device']} ({summary['date']}, PyTorch "
+        f"{summary['torch']}, commit `{str(summary['commit'])[:10]}`), {summary['minutes']:g} minutes in all; "
+        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}: {summary.get('note', '')}."
+    )
+    gains = [
+        by_row[(CLIP, s)][key] - by_row[(UNTRAINED, s)][key]
+        for s in seeds
+        if (CLIP, s) in by_row and (UNTRAINED, s) in by_row
+    ]
+    if gains:
+        text += (
+            f" On the {metrics_on(data)[key]}, CLIP gained {100 * float(np.mean(gains)):+.1f} points over its "
+            "untrained network."
+        )
+    text += (
+        " One seed gives no interval, so these rows judge no claim."
+        if len(seeds) == 1
+        else " These rows judge no claim (the verdicts are the laptop size's above)."
+    )
+    for line in summary.get("not_run", []):
+        text += f" Not run: {VARIANTS[line['variant']].label}, {line['reason']}."
+    if not paper_scale_current(summary):
+        text += " The code these runs depend on has changed since: they are the old code's numbers."
+    return text
