@@ -6,18 +6,49 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import forked_kernel
 import numpy as np
 import pytest
 import smoke_notebooks
 import torch
 
 from vlp_lib import experiment
+from vlp_lib.book import build as bookbuild
 from vlp_lib.run_config import RunConfig
 
 LAUNCH_EACH = Path(__file__).resolve().parent / "launch_each.py"
 
 
 _KERNELS: dict = {}  # the notebook tier's kernels (``smoke_runs``' futures): while one runs, the tests take one thread
+_SERVER: dict = {}  # the session's forked-kernel server (``forked_kernel``) once started: its process and variables
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def kernel_server() -> dict[str, str]:
+    """The variables that send a papermill run to the session's forked-kernel server, started on first use with the
+    kernels' environment (``SMOKE_ENV``: what their imports read)."""
+    if not _SERVER:
+        process, variables = forked_kernel.start_server({**os.environ, **bookbuild.SMOKE_ENV})
+        _SERVER.update(process=process, variables=variables)
+    return _SERVER["variables"]
+
+
+def pytest_sessionstart(session):
+    """The forked-kernel server starts while pytest collects (its imports, about 10 s of a core, beside a collection
+    that uses one) when the session may run the notebook tier: no ``-m "not notebooks"``, and the notebooks' tests
+    among the paths given (or no path: the test paths)."""
+    config = session.config
+    if "not notebooks" in (config.getoption("markexpr") or ""):
+        return
+    paths = [Path(a.split("::")[0]).resolve() for a in config.args]
+    if any(p == TESTS_DIR or p.name == "test_notebooks.py" for p in paths):
+        kernel_server()
+
+
+def pytest_sessionfinish(session):
+    if _SERVER:
+        forked_kernel.stop_server(_SERVER.pop("process"))
+        _SERVER.clear()
 
 
 def torch_threads() -> int:
@@ -56,6 +87,7 @@ def smoke_runs(request, tmp_path_factory):
         tmp_path_factory.mktemp("book_checkpoints"),
         tmp_path_factory.mktemp("executed"),
         request.config.cache.get(smoke_notebooks.SECONDS_KEY, {}) if request.config.cache else {},
+        kernel_server(),
     )
     _KERNELS.update(futures)
     yield futures
