@@ -89,10 +89,14 @@ def stop_server(server: subprocess.Popen) -> None:
 
 def _run_ipykernel(argv: list[str]) -> None:
     """ipykernel as ``python -m ipykernel_launcher`` runs it (its launcher drops the working directory from the path)."""
+    import importlib.util
+
     from ipykernel import kernelapp
 
     if sys.path and sys.path[0] in ("", os.getcwd()):
         sys.path.pop(0)
+    launcher = importlib.util.find_spec("ipykernel_launcher")
+    sys.argv = [launcher.origin if launcher and launcher.origin else "ipykernel_launcher", *argv]
     kernelapp.launch_new_instance(argv=argv)
 
 
