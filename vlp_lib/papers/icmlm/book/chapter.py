@@ -117,9 +117,11 @@ VOC, IN1K, COCO = "objects_shift/map", "shapes_colours/linear", "objects/map"
 TARGETS = {"VOC": VOC, "IN-1K": IN1K, "COCO": COCO}
 PROXY, LM_ALONE, TP_LOSS = "proxy/mtp_top1", "proxy/lm_top1", "proxy/tp_loss"
 FULL_EVAL = ("shapes_colours", "objects", "objects_shift")
-# bf16 autocast in training (``TrainConfig.precision``): rn-tiny's 64 px step 159 -> 89 ms at batch 128 on this
-# CPU (AMX), measured this stop; models.DEFAULT_PRECISION's fp32 was measured at 32 px, where the gain is ~8%
-PRECISION = "bf16"
+# No precision of the chapter's own: the model's (``models.DEFAULT_PRECISION``: fp32 for the CPU presets, bf16
+# autocast for RN50 / ViT-B-32 at the paper scale). bf16 autocast made rn-tiny's 64 px training step 159 -> 89 ms on
+# a CPU with native bf16 (AVX512-BF16) but 0.17-0.25 -> 1.4 s on one without (AMD EPYC Zen 3, AVX2: emulated), so
+# the chapter took hours there; and a run's precision is in its key, so one precision on every CPU keeps the shipped
+# runs loadable on any reader's machine.
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,6 @@ def config(
         task_train=sizes["task_train"],
         task_test=sizes["task_test"],
         eval_tasks=row.eval_tasks() if eval_tasks is None else list(eval_tasks),
-        precision=PRECISION,
         # the world-LM's sizes are the world's; on real captions the frozen LM is MiniLM, which takes none
         method_kwargs=row.method_kwargs(sizes["lm"] if world else {}, init),
     )
