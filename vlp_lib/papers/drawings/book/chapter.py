@@ -617,11 +617,9 @@ def paper_scale_runs(path: Path = PAPER_SCALE_RUNS) -> dict[str, Any] | None:
 
 
 def paper_scale_current(summary: Mapping[str, Any]) -> bool:
-    """Whether every run of ``summary`` was made by the code its scope has today (``runs.code_fingerprint``)."""
-    return all(
-        r["code_fingerprint"] == runs.code_fingerprint(None if r["scope"] == runs.CORE else r["scope"])
-        for r in summary["runs"]
-    )
+    """Whether every run of ``summary`` was made by the code its scope has today (``runs.current``: each run keeps
+    its record's scope and fingerprint)."""
+    return all(runs.current(r) for r in summary["runs"])
 
 
 def paper_scale_table(summary: Mapping[str, Any], data: Data = DRAWINGS) -> pd.DataFrame:
