@@ -3,6 +3,7 @@ the chapter's own, which ``make openclipart`` builds), its data checks before an
 on made-up records."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from vlp_lib.book.lineup import CLIP, VARIANTS
@@ -87,7 +88,29 @@ def test_the_paper_scale_runs_shipped_from_a_gpu_are_shown_against_clip_seed_by_
     difference = 100 * (unicl["metrics"]["category/linear"] - clip["metrics"]["category/linear"])
     assert table.loc["UniCL (r = 0.5)", label] == f"{difference:+.1f} pp"
     sentence = chapter.paper_scale_sentence(summary)
+    assert ", bf16, on an NVIDIA" in sentence  # RN50's precision (models.DEFAULT_PRECISION)
     assert "judge no claim" in sentence and "Not run: ProtoCLIP" in sentence
     stale = {**summary, "runs": [{**r, "code_fingerprint": "0" * 16} for r in summary["runs"]]}
     assert not chapter.paper_scale_current(stale) and "has changed since" in chapter.paper_scale_sentence(stale)
     assert chapter.paper_scale_runs(tmp_path / "none.json") is None
+
+
+def test_the_transfer_table_sets_each_ideas_verdict_on_real_drawings_beside_the_worlds(monkeypatch):
+    world = [
+        {"id": "H_protoclip_samples", "verdict": "inconclusive", "book_value": "-0.4 pp"},
+        {"id": "H_unicl_samples", "verdict": "no effect", "book_value": "+0.1 pp"},
+        {"id": "H_unicl_seconds", "verdict": "reproduced", "book_value": "+3.0 pp"},
+    ]
+    monkeypatch.setattr(chapter.headtohead, "claims", lambda scale: world)
+    drawings = pd.DataFrame(
+        {"verdict": ["inconclusive", "reproduced", None, "opposite"], "book_value": ["+0.2 pp", "+2.0 pp", "", ""]},
+        index=["D_protoclip", "D_unicl", "D_iclip", "D_not_a_variant"],
+    )
+    table = chapter.transfer_table(drawings)
+    assert list(table.index) == [VARIANTS[v].label for v in ("protoclip", "unicl", "iclip")]
+    proto, unicl, iclip = (table.loc[VARIANTS[v].label] for v in ("protoclip", "unicl", "iclip"))
+    assert proto["what carried over"] == "carried over: inconclusive on both"
+    assert proto["world (head to head)"] == "inconclusive (-0.4 pp)"
+    assert proto["real drawings"] == "inconclusive (+0.2 pp)"
+    assert unicl["what carried over"] == "did not carry over: no effect on the world, reproduced on real drawings"
+    assert iclip["what carried over"] == "cannot be compared: the world's claim is not run"

@@ -43,6 +43,8 @@ from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import fmt, mean_std, paired_interval, record_differences, seed_values
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import folder_tasks, pair_sets, real
+from vlp_lib.models import DEFAULT_PRECISION
+from vlp_lib.papers.headtohead.book import chapter as headtohead
 from vlp_lib.paths import resolve_data
 from vlp_lib.run_config import RunConfig
 
@@ -457,13 +459,8 @@ def gains_table(results: Mapping[str, Sequence[dict]], variants: Sequence[str], 
 
 def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.DataFrame:
     """Each idea's verdict on the generated world (the head to head's equal-samples claim, read from the results store
-    through the chapter registry) beside its verdict on the drawings, with a sentence on what carried over."""
-    from vlp_lib.papers import chapters
-
-    world = {}
-    for chapter in chapters():
-        if chapter.name == "headtohead":
-            world = {line["id"]: line for line in chapter.claims(scale)}
+    through its chapter) beside its verdict on the drawings, with a sentence on what carried over."""
+    world = {line["id"]: line for line in headtohead.claims(scale)}
     rows = []
     for claim_id, line in drawing_claims.iterrows():
         variant = str(claim_id).removeprefix("D_")
@@ -654,7 +651,7 @@ def paper_scale_sentence(summary: Mapping[str, Any], data: Data = DRAWINGS) -> s
     sizes = summary["sizes"]
     text = (
         f"{sizes['model']} at {sizes['image_size']} px, batch {sizes['batch_size']}, {sizes['unit_epochs']} epochs of "
-        f"the {sizes['train_size']:,} pairs, bf16, on an {summary['device']} ({summary['date']}, PyTorch "
+        f"the {sizes['train_size']:,} pairs, {DEFAULT_PRECISION[sizes['model']]}, on an {summary['device']} ({summary['date']}, PyTorch "
         f"{summary['torch']}, commit `{str(summary['commit'])[:10]}`), {summary['minutes']:g} minutes in all; "
         f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}: {summary.get('note', '')}."
     )
