@@ -123,6 +123,26 @@ def test_a_remade_chapter_leaves_its_old_runs_behind(tmp_path, monkeypatch):
     assert "backs no page" in problem and "'core'" in problem
 
 
+def test_a_measurement_of_the_machine_stays_shipped_after_the_code_changed(tmp_path, monkeypatch):
+    """The head to head's calibration is read whatever code stored it (it chose the equal-seconds runs): a release made
+    after the code changed ships it and keeps it, where a run made by the old code leaves."""
+    from vlp_lib.papers.headtohead.book import chapter as headtohead
+
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run(seed=0)
+    headtohead.save_calibration("laptop", [0], headtohead.Calibration({"clip": 1e-3, "iclip": 1.1e-3}, 10.0))
+    before = release.make(["iclip", "headtohead", "drawings"], "laptop", executed, target)
+    (calibration,) = [key for key in before["records"] if key.startswith(f"{release.RECORDS}/headtohead_calibration/")]
+    real = runs.code_fingerprint
+    changed = {None: "c0de" * 4, "core": "c0de" * 4, "iclip": "1c11" * 4, "headtohead": "4242" * 4}
+    monkeypatch.setattr(runs, "code_fingerprint", lambda paper=None: changed.get(paper) or real(paper))
+    _store_one_iclip_run(seed=1)  # the chapter re-made by today's code; the calibration is not measured again
+    after = release.make(["iclip", "headtohead", "drawings"], "laptop", executed, target)
+    assert calibration in after["records"] and (target / calibration).exists()
+    assert len(after["records"]) == 2  # the calibration and the new run: the old run left
+    assert not any("headtohead_calibration" in problem for problem in release.check(target, complete=False))
+
+
 def test_a_page_says_when_its_code_changed(tmp_path):
     executed, target = _executed(tmp_path), tmp_path / "release"
     _store_one_iclip_run()

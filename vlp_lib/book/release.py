@@ -251,14 +251,22 @@ def chapter_entry(chapter: str, scale: str, executed_dir: Path = EXECUTED_DIR) -
     }
 
 
+def _measurement_kinds() -> frozenset[str]:
+    """The record kinds that measure the machine (``Chapter.measurements``): read whatever code stored them, so they
+    are shipped and kept whatever code made them, until a chapter measures them again."""
+    return frozenset(kind for chapter in paper_chapters() for kind in chapter.measurements)
+
+
 def _store_records(scale: str, root: Path | None = None) -> Iterator[tuple[str, Path, dict]]:
-    """(kind, path, record) of every current record of the results store at ``scale`` (records without a scale
-    in their config, e.g. frozen caches, are kept)."""
+    """(kind, path, record) of every current record of the results store at ``scale``, and of every measurement
+    (``_measurement_kinds``) whatever code made it (records without a scale in their config, e.g. frozen caches,
+    are kept)."""
     root = root or results_dir()
+    measurements = _measurement_kinds()
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         for path in sorted(folder.glob("*.json")):
             record = runs.read(path)
-            if record is None or not runs.current(record):
+            if record is None or not (runs.current(record) or folder.name in measurements):
                 continue
             config = record.get("config", {})
             if isinstance(config, dict) and config.get("scale", scale) != scale:
@@ -327,7 +335,10 @@ def _orphaned(record: dict[str, Any], chapters: dict[str, Any]) -> bool:
     """Whether a record of the release was made by code that no chapter of the release was shipped with: its scope's
     fingerprint differs from every shipping chapter's that rests on the scope. Such a record backs no page (each
     page's runs are those of its chapter's fingerprints): ``make`` drops it, ``check`` reports it. A record
-    of a scope no chapter names, or without a scope, is kept."""
+    of a scope no chapter names, without a scope, or a measurement of the machine (``_measurement_kinds``), is
+    kept."""
+    if record.get("kind") in _measurement_kinds():
+        return False
     scope = record.get("scope")
     shipped_with = {entry["fingerprints"][scope] for entry in chapters.values() if scope in entry["fingerprints"]}
     return bool(shipped_with) and record.get("code_fingerprint") not in shipped_with
