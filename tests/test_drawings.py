@@ -101,7 +101,7 @@ def test_the_transfer_table_sets_each_ideas_verdict_on_real_drawings_beside_the_
         {"id": "H_unicl_samples", "verdict": "no effect", "book_value": "+0.1 pp"},
         {"id": "H_unicl_seconds", "verdict": "reproduced", "book_value": "+3.0 pp"},
     ]
-    monkeypatch.setattr(chapter.headtohead, "claims", lambda scale: world)
+    monkeypatch.setattr(chapter, "world_claims", lambda scale: world)
     drawings = pd.DataFrame(
         {"verdict": ["inconclusive", "reproduced", None, "opposite"], "book_value": ["+0.2 pp", "+2.0 pp", "", ""]},
         index=["D_protoclip", "D_unicl", "D_iclip", "D_not_a_variant"],

@@ -44,7 +44,7 @@ from vlp_lib.book.report import fmt, mean_std, paired_interval, record_differenc
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import folder_tasks, pair_sets, real
 from vlp_lib.models import DEFAULT_PRECISION
-from vlp_lib.papers.headtohead.book import chapter as headtohead
+from vlp_lib.papers import chapters as registered_chapters
 from vlp_lib.paths import resolve_data
 from vlp_lib.run_config import RunConfig
 
@@ -457,10 +457,16 @@ def gains_table(results: Mapping[str, Sequence[dict]], variants: Sequence[str], 
     return pd.DataFrame(rows).set_index("variant")
 
 
+def world_claims(scale: str = "laptop") -> list[dict[str, Any]]:
+    """The head to head's claims judged on the results store at ``scale``, found through the chapter registry (a
+    paper's folder imports no other paper's); ``[]`` where no head to head is registered."""
+    return next((c.claims(scale) for c in registered_chapters() if c.name == "headtohead"), [])
+
+
 def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.DataFrame:
     """Each idea's verdict on the generated world (the head to head's equal-samples claim, read from the results store
-    through its chapter) beside its verdict on the drawings, with a sentence on what carried over."""
-    world = {line["id"]: line for line in headtohead.claims(scale)}
+    through ``world_claims``) beside its verdict on the drawings, with a sentence on what carried over."""
+    world = {line["id"]: line for line in world_claims(scale)}
     rows = []
     for claim_id, line in drawing_claims.iterrows():
         variant = str(claim_id).removeprefix("D_")
