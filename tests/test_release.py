@@ -10,6 +10,7 @@ import pytest
 from vlp_lib import experiment, runs
 from vlp_lib.book import release
 from vlp_lib.book.pages import CHAPTERS
+from vlp_lib.papers.drawings.book import chapter as drawings
 from vlp_lib.papers.iclip.book import chapter as iclip
 from vlp_lib.paths import results_dir
 
@@ -197,15 +198,28 @@ def test_the_shipped_release_is_whole_and_its_scorecard_matches_its_records(tmp_
     assert release.check() == []
     manifest = release.read_manifest()
     store = release.unpack(release.RELEASE_DIR, tmp_path)
+    # the real drawings' runs are keyed by the rendered drawings (their pairs counted, their tasks checked): without
+    # `make openclipart` (a clean checkout) its claims cannot be judged again here, only checked as judged on the page
+    try:
+        drawings.check_data()
+        unjudgeable = set()
+    except ValueError:
+        unjudgeable = {"drawings"}
     judged = {
         k: v
         for chapter, lines in release.verdicts(store, manifest["scale"], accept_stale=True).items()
         if chapter in manifest["chapters"]
         for k, v in lines.items()
+        if chapter not in unjudgeable
     }
     page = json.loads((release.RELEASE_DIR / release.PAGES / "scorecard.ipynb").read_text())
     shown = {line["id"]: line["verdict"] for line in glued(page, "score_lines")}
-    assert shown == judged, "the scorecard page and the shipped records disagree: re-make the scorecard and release it"
+    unjudged = {k: v for k, v in shown.items() if k not in judged}
+    assert {k: v for k, v in shown.items() if k in judged} == judged, (
+        "the scorecard page and the shipped records disagree: re-make the scorecard and release it"
+    )
+    assert all(k.startswith("D_") and v != "not run" for k, v in unjudged.items()), unjudged
+    assert set(judged) | set(unjudged) == set(shown) and (unjudgeable or not unjudged)
 
 
 def test_restore_copies_the_records_and_keeps_the_store(tmp_path):
