@@ -318,8 +318,9 @@ def make(
         target.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
         written.add(key := target.relative_to(release).as_posix())
         manifest["records"][key] = file_sha256(target)
+    measurements = _measurement_kinds()
     for key in sorted(set(manifest["records"]) - written):
-        if (release / key).exists() and _orphaned(_read_record(release / key), manifest["chapters"]):
+        if (release / key).exists() and _orphaned(_read_record(release / key), manifest["chapters"], measurements):
             (release / key).unlink(missing_ok=True)
             del manifest["records"][key]
     manifest["scale"] = scale
@@ -331,13 +332,13 @@ def _read_record(path: Path) -> dict[str, Any]:
     return json.loads(gzip.decompress(path.read_bytes()))
 
 
-def _orphaned(record: dict[str, Any], chapters: dict[str, Any]) -> bool:
+def _orphaned(record: dict[str, Any], chapters: dict[str, Any], measurements: frozenset[str]) -> bool:
     """Whether a record of the release was made by code that no chapter of the release was shipped with: its scope's
     fingerprint differs from every shipping chapter's that rests on the scope. Such a record backs no page (each
     page's runs are those of its chapter's fingerprints): ``make`` drops it, ``check`` reports it. A record
-    of a scope no chapter names, without a scope, or a measurement of the machine (``_measurement_kinds``), is
-    kept."""
-    if record.get("kind") in _measurement_kinds():
+    of a scope no chapter names, without a scope, or of a kind in ``measurements`` (``_measurement_kinds``: a
+    measurement of the machine), is kept."""
+    if record.get("kind") in measurements:
         return False
     scope = record.get("scope")
     shipped_with = {entry["fingerprints"][scope] for entry in chapters.values() if scope in entry["fingerprints"]}
@@ -435,6 +436,7 @@ def check(release: Path = RELEASE_DIR, complete: bool = True) -> list[str]:
                 problems.append(f"{name}: page {nb} missing")
             elif _page_scale(page) != manifest["scale"]:
                 problems.append(f"{name}: page {nb} executed at {_page_scale(page)!r}")
+    measurements = _measurement_kinds()
     for rel, digest in manifest["records"].items():
         path = release / rel
         if not path.exists():
@@ -446,7 +448,7 @@ def check(release: Path = RELEASE_DIR, complete: bool = True) -> list[str]:
         record = _read_record(path)
         if "checksum" in record and record["checksum"] != runs.checksum(record):
             problems.append(f"record {rel} is not whole (its checksum)")
-        elif _orphaned(record, manifest["chapters"]):
+        elif _orphaned(record, manifest["chapters"], measurements):
             problems.append(
                 f"record {rel} was made by code no chapter of the release was shipped with (scope "
                 f"{record.get('scope')!r}): it backs no page; `release make` drops it"

@@ -655,9 +655,10 @@ def paper_scale_sentence(summary: Mapping[str, Any], data: Data = DRAWINGS) -> s
     by_row = {(r["variant"], r["seed"]): r["metrics"] for r in summary["runs"]}
     seeds = sorted({r["seed"] for r in summary["runs"]})
     sizes = summary["sizes"]
+    precision = DEFAULT_PRECISION[sizes["model"]]  # the chapter's configs take the model's precision
     text = (
         f"{sizes['model']} at {sizes['image_size']} px, batch {sizes['batch_size']}, {sizes['unit_epochs']} epochs of "
-        f"the {sizes['train_size']:,} pairs, {DEFAULT_PRECISION[sizes['model']]}, on an {summary['device']} ({summary['date']}, PyTorch "
+        f"the {sizes['train_size']:,} pairs, {precision}, on an {summary['device']} ({summary['date']}, PyTorch "
         f"{summary['torch']}, commit `{str(summary['commit'])[:10]}`), {summary['minutes']:g} minutes in all; "
         f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}: {summary.get('note', '')}."
     )
