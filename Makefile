@@ -26,7 +26,7 @@ JB_FLAGS := -W -n --keep-going
 # a built size is returned as it is)
 DRAWINGS_DATA := $(if $(or $(filter drawings,$(CHAPTERS)),$(if $(CHAPTERS),,all)),openclipart,)
 
-.PHONY: venv test test-quick test-paper test-real lint notebooks book release restore verify bench lab clean openclipart
+.PHONY: venv test test-quick test-paper test-real lint notebooks book release repage restore verify bench lab clean openclipart
 
 venv: $(STAMP)
 
@@ -85,6 +85,12 @@ book: $(STAMP)
 
 release: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release make --scale $(SCALE) $(CHAPTERS)
+	$(BIN)/python -m vlp_lib.book.release check --partial
+
+# chapters' pages executed again from the release's own records and shipped (their prose, tables or figures changed,
+# their runs did not): re-makes nothing, keeps the chapters' records and minutes (make repage CHAPTERS=drawings)
+repage: $(STAMP)
+	$(BIN)/python -m vlp_lib.book.release repage $(CHAPTERS)
 	$(BIN)/python -m vlp_lib.book.release check --partial
 
 # the release's records into results/ (kept records stay): notebooks opened in JupyterLab and chapters re-executed

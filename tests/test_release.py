@@ -125,6 +125,52 @@ def test_a_remade_chapter_leaves_its_old_runs_behind(tmp_path, monkeypatch):
     assert "backs no page" in problem and "'core'" in problem
 
 
+def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_path, monkeypatch):
+    """A page whose prose or table changed, its runs not: executed again on the release's records and shipped, the
+    chapter's records, minutes, date and machine kept, HEAD its commit. Pages that make a record, and a chapter whose
+    code changed since its records, are refused, nothing shipped."""
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run()
+    before = release.make(SHIPPED, "laptop", executed, target)
+    before["chapters"]["iclip"]["commit"] = "0" * 40  # made at a commit the pages' code has left behind
+    (target / release.MANIFEST).write_text(json.dumps(before))
+    stores = []
+
+    def execute(names, scale, executed_dir):  # the pages as the book-side code draws them now
+        stores.append(results_dir())
+        executed_dir.mkdir(parents=True, exist_ok=True)
+        for nb in names:
+            _page(executed_dir / f"{nb}.ipynb", scale, title="# drawn again")
+
+    monkeypatch.setattr(release, "execute", execute)
+    after = release.repage(["iclip"], target)
+    assert stores and stores[0] != results_dir()  # a scratch store, the working one untouched
+    title = {
+        nb: json.loads((target / release.PAGES / f"{nb}.ipynb").read_text())["cells"][0]["source"]
+        for nb in CHAPTERS["iclip"] + CHAPTERS["baseline"]
+    }
+    assert all(title[nb] == "# drawn again" for nb in CHAPTERS["iclip"]) and title["clip_baseline"] == "# A page"
+    entry, old = after["chapters"]["iclip"], before["chapters"]["iclip"]
+    assert entry["commit"] == release.head_commit() and {**entry, "commit": old["commit"]} == old
+    assert after["records"] == before["records"] and release.check(target, complete=False) == []
+
+    def training(names, scale, executed_dir):  # a page whose run the release lacks trains it
+        _store_one_iclip_run(seed=7)
+        execute(names, scale, executed_dir)
+
+    monkeypatch.setattr(release, "execute", training)
+    shipped = (target / release.MANIFEST).read_text()
+    with pytest.raises(ValueError, match="made or changed 1 records"):
+        release.repage(["iclip"], target)
+    assert (target / release.MANIFEST).read_text() == shipped
+    real = runs.code_fingerprint
+    monkeypatch.setattr(runs, "code_fingerprint", lambda paper=None: "1c11" * 4 if paper == "iclip" else real(paper))
+    with pytest.raises(ValueError, match="re-make it"):
+        release.repage(["iclip"], target)
+    with pytest.raises(ValueError, match="not in the release"):
+        release.repage(["dimefm"], target)
+
+
 def test_a_measurement_of_the_machine_stays_shipped_after_the_code_changed(tmp_path, monkeypatch):
     """The head to head's calibration is read whatever code stored it (it chose the equal-seconds runs): a release made
     after the code changed ships it and keeps it, where a run made by the old code leaves."""

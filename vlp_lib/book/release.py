@@ -2,6 +2,7 @@
 the check that today's code re-makes them.
 
     python -m vlp_lib.book.release make [chapters] --scale laptop   # ship book/executed + the store (maintainers)
+    python -m vlp_lib.book.release repage chapters                  # their pages again, from the shipped records
     python -m vlp_lib.book.release install                          # the release's pages into book/executed
     python -m vlp_lib.book.release restore                          # its records into the results store
     python -m vlp_lib.book.release check                            # the release whole: pages, records, checksums
@@ -23,6 +24,10 @@ rule: the newest commit whose fingerprinted files are those that made the number
 where its numbers come from (commit, date, machine, scale, seeds) and, when the code its runs depend on has changed
 since (a per-paper fingerprint differs), which files changed. A page executed here (``make book EXECUTE=1``) is
 never overwritten: installed pages carry the marker ``RELEASE_MARK`` in their metadata.
+
+``repage`` executes chapters' pages again on the release's own records and ships them, for a page whose prose, tables
+or figures changed while its runs did not (the book side re-stamps no record): nothing is re-made, and the chapter
+keeps its records and the minutes that making them took.
 
 ``verify`` executes chapters' notebooks at the release's scale into a scratch store (``VLP_RESULTS_DIR``,
 ``VLP_CACHE_DIR`` and ``VLP_CHECKPOINT_DIR`` in a temporary folder: the release and the working store are never
@@ -325,6 +330,53 @@ def make(
             del manifest["records"][key]
     manifest["scale"] = scale
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
+    """Execute chapters ``names``' pages again from the release's own records and ship them: for pages whose prose,
+    tables or figures changed while their runs did not (book-side code: ``vlp_lib/book/``, a paper's ``book/``, the
+    notebooks). Nothing is re-made: the pages run on a scratch store unpacked from the release, and pages that make
+    or change a record are refused, nothing shipped (re-make the chapter: ``make``). Each chapter's entry keeps its
+    records, minutes, date and machine (what making its runs measured) and names HEAD, whose fingerprinted files are
+    those that made the numbers, as its commit. Refused before any compute when a chapter is not in the release, its
+    code is uncommitted or its fingerprints differ from its entry's (its records are stale: re-make it)."""
+    manifest = read_manifest(release)
+    if manifest is None:
+        raise ValueError(f"no release at {release}: ship chapters with make first")
+    if not names:
+        raise ValueError("name the chapters whose pages to execute again")
+    unknown = [n for n in names if n not in manifest["chapters"]]
+    if unknown:
+        raise ValueError(f"chapters not in the release: {unknown}; ship them with make")
+    for name in names:
+        changed = uncommitted(name)
+        if changed:
+            raise ValueError(f"chapter {name}: {', '.join(changed[:8])} differ from the last commit: commit them first")
+        entry = manifest["chapters"][name]
+        if {scope: runs.code_fingerprint(scope) for scope in _scopes(name)} != entry["fingerprints"]:
+            shown = ", ".join(changed_files(entry)[:8]) or "its scopes"
+            raise ValueError(
+                f"chapter {name}: the code that made its records changed since ({shown}): re-make it (make {name})"
+            )
+    with tempfile.TemporaryDirectory(prefix="vlp-repage-") as tmp:
+        scratch = Path(tmp)
+        store = unpack(release, scratch)
+        before = {path: file_sha256(path) for path in store.rglob("*.json")}
+        with environment(VLP_RESULTS_DIR=str(store)):
+            execute(select_notebooks(names), manifest["scale"], executed_dir=scratch / "executed")
+        after = {path: file_sha256(path) for path in store.rglob("*.json")}
+        remade = sorted(str(path.relative_to(store)) for path in after if before.get(path) != after[path])
+        if remade:
+            raise ValueError(
+                f"the pages of {', '.join(names)} made or changed {len(remade)} records (e.g. {remade[0]}): their runs "
+                "are not all in the release; re-make the chapters (make)"
+            )
+        for name in names:
+            for nb in CHAPTERS[name]:
+                shutil.copy(scratch / "executed" / f"{nb}.ipynb", release / PAGES / f"{nb}.ipynb")
+            manifest["chapters"][name].update(notebooks=CHAPTERS[name], commit=head_commit())
+    (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
 
@@ -648,6 +700,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("make", help="ship chapters' executed pages and the store's current records")
     p.add_argument("names", nargs="*")
     p.add_argument("--scale", default="laptop")
+    p = sub.add_parser("repage", help="execute chapters' pages again from the release's own records and ship them")
+    p.add_argument("names", nargs="+")
     sub.add_parser("install", help="the release's pages into book/executed (pages executed here are kept)")
     sub.add_parser("restore", help="the release's records into the working results store (records there are kept)")
     sub.add_parser("recommit", help="name, for each chapter, a commit whose files made its numbers (not a dirty tree)")
@@ -665,6 +719,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"release: {len(manifest['chapters'])} chapters, {len(manifest['records'])} records, {size / 1e6:.1f} MB"
             )
+        elif args.command == "repage":
+            repage(names)
+            print(f"pages shipped again from the release's records: {', '.join(names)}")
         elif args.command == "install":
             installed = install()
             print(

@@ -437,24 +437,23 @@ def learning_sentence(results: Mapping[str, Sequence[dict]], data: Data = DRAWIN
 
 
 def gains_table(results: Mapping[str, Sequence[dict]], variants: Sequence[str], data: Data = DRAWINGS) -> pd.DataFrame:
-    """One row per variant: CLIP's mean ± std and every other variant's gain over CLIP with its 95% interval (paired
-    by seed), per metric; "—" where the variant has no text tower for the metric."""
-    metrics = metrics_on(data)
+    """One row per metric (as ``learning_table``), one column per variant: CLIP's mean ± std (percent) and every other
+    variant's gain over CLIP in points with its 95% interval (paired by seed); "—" where the variant has no text tower
+    for the metric. Metrics as rows keep the table as wide as the line-up, not the eleven metrics: it fits the page."""
     clip = results[CLIP]
+    shown = [v for v in variants if v in results]
     rows = []
-    for v in variants:
-        if v not in results:
-            continue
-        row: dict[str, Any] = {"variant": VARIANTS[v].label}
-        for key, label in metrics.items():
+    for key, label in metrics_on(data).items():
+        row: dict[str, Any] = {"metric": label}
+        for v in shown:
             if key not in results[v][0]["metrics"]:
-                row[label] = "—"
+                row[VARIANTS[v].label] = "—"
             elif v == CLIP:
-                row[label] = fmt(*mean_std(seed_values(clip, key)))
+                row[VARIANTS[v].label] = fmt(*mean_std(seed_values(clip, key)))
             else:
-                row[label] = lineup.paired_gain(results[v], clip, key, " pp")
+                row[VARIANTS[v].label] = lineup.paired_gain(results[v], clip, key)
         rows.append(row)
-    return pd.DataFrame(rows).set_index("variant")
+    return pd.DataFrame(rows).set_index("metric")
 
 
 def world_claims(scale: str = "laptop") -> list[dict[str, Any]]:
