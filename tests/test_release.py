@@ -154,15 +154,34 @@ def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_pat
     assert entry["commit"] == release.head_commit() and {**entry, "commit": old["commit"]} == old
     assert after["records"] == before["records"] and release.check(target, complete=False) == []
 
-    def training(names, scale, executed_dir):  # a page whose run the release lacks trains it
-        _store_one_iclip_run(seed=7)
+    # a page that loads a model whose checkpoint is not here trains its run again, rewriting its record: with the
+    # release's numbers, the pages are executed again on the checkpoint now made and shipped
+    calls = []
+
+    def checkpoint_remade(names, scale, executed_dir):
+        calls.append(names)
+        if len(calls) == 1:
+            (path,) = results_dir().glob("train/*.json")
+            path.write_text(json.dumps({**json.loads(path.read_text()), "timings": {"train_s": 1.0}}))
         execute(names, scale, executed_dir)
 
-    monkeypatch.setattr(release, "execute", training)
+    monkeypatch.setattr(release, "execute", checkpoint_remade)
+    assert release.repage(["iclip"], target)["records"] == before["records"] and len(calls) == 2
     shipped = (target / release.MANIFEST).read_text()
-    with pytest.raises(ValueError, match="made or changed 1 records"):
-        release.repage(["iclip"], target)
-    assert (target / release.MANIFEST).read_text() == shipped
+    # pages that make a run the release lacks, or a number it does not hold, are refused, nothing shipped
+    for change, message in [
+        (lambda: _store_one_iclip_run(seed=7), "made 1 records"),
+        (lambda: _store_one_iclip_run(value=0.9), "avg3/linear: release 0.3, re-made 0.9"),
+    ]:
+
+        def changing(names, scale, executed_dir, change=change):
+            change()
+            execute(names, scale, executed_dir)
+
+        monkeypatch.setattr(release, "execute", changing)
+        with pytest.raises(ValueError, match=message):
+            release.repage(["iclip"], target)
+        assert (target / release.MANIFEST).read_text() == shipped
     real = runs.code_fingerprint
     monkeypatch.setattr(runs, "code_fingerprint", lambda paper=None: "1c11" * 4 if paper == "iclip" else real(paper))
     with pytest.raises(ValueError, match="re-make it"):

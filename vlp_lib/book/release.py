@@ -336,11 +336,15 @@ def make(
 def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
     """Execute chapters ``names``' pages again from the release's own records and ship them: for pages whose prose,
     tables or figures changed while their runs did not (book-side code: ``vlp_lib/book/``, a paper's ``book/``, the
-    notebooks). Nothing is re-made: the pages run on a scratch store unpacked from the release, and pages that make
-    or change a record are refused, nothing shipped (re-make the chapter: ``make``). Each chapter's entry keeps its
-    records, minutes, date and machine (what making its runs measured) and names HEAD, whose fingerprinted files are
-    those that made the numbers, as its commit. Refused before any compute when a chapter is not in the release, its
-    code is uncommitted or its fingerprints differ from its entry's (its records are stale: re-make it)."""
+    notebooks). Nothing is re-made: the pages run on a scratch store unpacked from the release. A page that loads a
+    trained model whose checkpoint is not here (the release ships records, not checkpoints) trains its run again,
+    which rewrites the run's record: when every such run gives the release's numbers (``compare_records``), the
+    pages are executed once more on the checkpoints now made, and must then change no record; pages that make a
+    record the release lacks, or a number it does not hold, are refused, nothing shipped (re-make the chapter:
+    ``make``). Each chapter's entry keeps its records, minutes, date and machine (what making its runs measured) and
+    names HEAD, whose fingerprinted files are those that made the numbers, as its commit. Refused before any compute
+    when a chapter is not in the release, its code is uncommitted or its fingerprints differ from its entry's (its
+    records are stale: re-make it)."""
     manifest = read_manifest(release)
     if manifest is None:
         raise ValueError(f"no release at {release}: ship chapters with make first")
@@ -359,18 +363,27 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
             raise ValueError(
                 f"chapter {name}: the code that made its records changed since ({shown}): re-make it (make {name})"
             )
+    refused = f"the pages of {', '.join(names)} need runs the release does not hold: re-make the chapters (make)"
     with tempfile.TemporaryDirectory(prefix="vlp-repage-") as tmp:
-        scratch = Path(tmp)
-        store = unpack(release, scratch)
-        before = {path: file_sha256(path) for path in store.rglob("*.json")}
-        with environment(VLP_RESULTS_DIR=str(store)):
-            execute(select_notebooks(names), manifest["scale"], executed_dir=scratch / "executed")
-        after = {path: file_sha256(path) for path in store.rglob("*.json")}
-        remade = sorted(str(path.relative_to(store)) for path in after if before.get(path) != after[path])
-        if remade:
-            raise ValueError(
-                f"the pages of {', '.join(names)} made or changed {len(remade)} records (e.g. {remade[0]}): their runs "
-                "are not all in the release; re-make the chapters (make)"
+        for attempt in (1, 2):
+            scratch = Path(tmp) / f"pass{attempt}"
+            store = unpack(release, scratch)
+            before = {path: file_sha256(path) for path in store.rglob("*.json")}
+            with environment(VLP_RESULTS_DIR=str(store)):
+                execute(select_notebooks(names), manifest["scale"], executed_dir=scratch / "executed")
+            remade = sorted(path for path in store.rglob("*.json") if before.get(path) != file_sha256(path))
+            if not remade:
+                break
+            new = [str(path.relative_to(store)) for path in remade if path not in before]
+            if new:
+                raise ValueError(f"{refused}; they made {len(new)} records (e.g. {new[0]})")
+            differences, _ = compare_records(unpack(release, scratch / "shipped"), store)
+            if differences or attempt == 2:
+                shown = "; ".join(differences[:3]) or f"{len(remade)} records rewritten on the second pass"
+                raise ValueError(f"{refused}; {shown}")
+            print(
+                f"{len(remade)} runs trained again for the checkpoints the pages load (the release ships records, not "
+                "checkpoints), with the release's numbers: the pages are executed again on those checkpoints"
             )
         for name in names:
             for nb in CHAPTERS[name]:
