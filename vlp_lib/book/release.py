@@ -365,9 +365,9 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
             )
     refused = f"the pages of {', '.join(names)} need runs the release does not hold: re-make the chapters (make)"
     with tempfile.TemporaryDirectory(prefix="vlp-repage-") as tmp:
-        for attempt in (1, 2):
-            scratch = Path(tmp) / f"pass{attempt}"
-            store = unpack(release, scratch)
+        scratch = Path(tmp)
+        store = unpack(release, scratch)
+        for attempt in (1, 2):  # the second on the records the first rewrote, which name the checkpoints it made
             before = {path: file_sha256(path) for path in store.rglob("*.json")}
             with environment(VLP_RESULTS_DIR=str(store)):
                 execute(select_notebooks(names), manifest["scale"], executed_dir=scratch / "executed")
