@@ -22,6 +22,9 @@ LAUNCH_EACH = Path(__file__).resolve().parent / "launch_each.py"
 _KERNELS: dict = {}  # the notebook tier's kernels (``smoke_runs``' futures): while one runs, the tests take one thread
 _SERVER: dict = {}  # the session's forked-kernel server (``forked_kernel``) once started: its process and variables
 TESTS_DIR = Path(__file__).resolve().parent
+# The disk `make test` needs under pytest's base folder: 5.3 GB measured for a whole session (4.0 GB of them the
+# notebooks' checkpoints, 189 of them), less since each passed test's own folder goes (tmp_path_retention_policy)
+SMOKE_DISK_BYTES = 5_000_000_000
 
 
 def kernel_server() -> dict[str, str]:
@@ -81,10 +84,19 @@ def smoke_runs(request, tmp_path_factory):
     if not selected:
         yield {}
         return
+    checkpoints = tmp_path_factory.mktemp("book_checkpoints")
+    free = shutil.disk_usage(checkpoints).free
+    if free < SMOKE_DISK_BYTES:  # a memory-mapped write past a full disk kills pytest with a bus error, mid-run
+        pytest.exit(
+            f"the notebook tier writes about {SMOKE_DISK_BYTES / 1e9:.0f} GB under {tmp_path_factory.getbasetemp()} "
+            f"(the notebooks' checkpoints, worlds and caches), and {free / 1e9:.1f} GB are free there: free some, or "
+            "give pytest --basetemp on a larger disk",
+            returncode=1,
+        )
     futures, pool = smoke_notebooks.start(
         selected,
         tmp_path_factory.mktemp("book_results"),
-        tmp_path_factory.mktemp("book_checkpoints"),
+        checkpoints,
         tmp_path_factory.mktemp("executed"),
         request.config.cache.get(smoke_notebooks.SECONDS_KEY, {}) if request.config.cache else {},
         kernel_server(),
