@@ -144,6 +144,18 @@ def uncommitted(chapter: str) -> list[str]:
     return sorted({line[3:].strip() for line in out.splitlines() if line.strip() and "__pycache__" not in line})
 
 
+def check_committed(chapter: str) -> None:
+    """``ValueError`` naming the files of ``chapter`` that differ from the last commit (``uncommitted``): a release
+    names a commit a reader can check out."""
+    changed = uncommitted(chapter)
+    if changed:
+        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        raise ValueError(
+            f"chapter {chapter}: {shown} differ from the last commit: commit them first, so that the manifest names "
+            "a commit a reader can check out"
+        )
+
+
 def head_commit() -> str:
     """The commit checked out (``ValueError`` outside a git repository)."""
     out = _git("rev-parse", "HEAD")
@@ -298,13 +310,7 @@ def make(
     if manifest.get("scale", scale) != scale:
         raise ValueError(f"the release is at scale {manifest['scale']!r}; make it again from scratch for {scale!r}")
     for name in chosen:
-        changed = uncommitted(name)
-        if changed:
-            shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
-            raise ValueError(
-                f"chapter {name}: {shown} differ from the last commit: commit them first, so that the manifest names "
-                "a commit a reader can check out"
-            )
+        check_committed(name)
     entries = {name: chapter_entry(name, scale, executed_dir) for name in chosen}
     shipped = list(_store_records(scale))
     for name in chosen:
@@ -354,9 +360,7 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"chapters not in the release: {unknown}; ship them with make")
     for name in names:
-        changed = uncommitted(name)
-        if changed:
-            raise ValueError(f"chapter {name}: {', '.join(changed[:8])} differ from the last commit: commit them first")
+        check_committed(name)
         entry = manifest["chapters"][name]
         if {scope: runs.code_fingerprint(scope) for scope in _scopes(name)} != entry["fingerprints"]:
             shown = ", ".join(changed_files(entry)[:8]) or "its scopes"
