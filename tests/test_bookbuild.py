@@ -204,3 +204,20 @@ def test_scale_note():
     assert "not evidence" not in pages.scale_note_text("smoke", results=False)
     with pytest.raises(ValueError, match="scale must be one of"):
         pages.scale_note_text("huge")
+
+
+def test_page_warnings_name_repository_files_by_their_path_in_it(monkeypatch):
+    import warnings
+
+    from vlp_lib.paths import REPO_ROOT
+
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # restored after the test
+    inside = str(REPO_ROOT / "vlp_lib" / "paths.py")
+    pages.readable_warnings()
+    pages.readable_warnings()  # a page may call it twice: still one rewrite
+    text = warnings.formatwarning("57 captions truncated", UserWarning, inside, 8)
+    assert text.startswith("vlp_lib/paths.py:8: UserWarning: 57 captions truncated\n")
+    assert str(REPO_ROOT) not in text
+    assert "REPO_ROOT = Path(__file__)" in text  # the source line is still read from the file
+    outside = "/usr/lib/python3/dist-packages/somewhere.py"
+    assert warnings.formatwarning("m", UserWarning, outside, 3, "x = 1").startswith(f"{outside}:3: UserWarning: m")
