@@ -100,6 +100,18 @@ def test_clean_strips_progress_and_tqdm_warnings_only():
     assert nb["cells"][3]["outputs"] == []  # the warning was all it printed
 
 
+def test_clean_names_repository_files_in_warnings_by_their_path_in_it():
+    from vlp_lib.paths import REPO_ROOT
+
+    here = f"{REPO_ROOT}/vlp_lib/data/training.py:47: UserWarning: 57 captions truncated\n  data = load()\n"
+    nb = _notebook()
+    nb["cells"][3]["outputs"] = [_stream(here), _stream(f"{REPO_ROOT}/notes.txt\n", name="stdout")]
+    out = bookbuild.clean(nb)["cells"][3]["outputs"]
+    assert out[0]["text"] == "vlp_lib/data/training.py:47: UserWarning: 57 captions truncated\n  data = load()\n"
+    assert out[1]["text"] == f"{REPO_ROOT}/notes.txt\n"  # stdout is the page's own printing: left as printed
+    assert bookbuild.clean(copy.deepcopy(nb)) == nb  # cleaning again changes nothing
+
+
 def test_clean_hides_the_injected_cell_and_shows_its_values_under_the_parameters():
     nb = bookbuild.clean(_notebook())
     params, injected = nb["cells"][1], nb["cells"][2]
@@ -204,20 +216,3 @@ def test_scale_note():
     assert "not evidence" not in pages.scale_note_text("smoke", results=False)
     with pytest.raises(ValueError, match="scale must be one of"):
         pages.scale_note_text("huge")
-
-
-def test_page_warnings_name_repository_files_by_their_path_in_it(monkeypatch):
-    import warnings
-
-    from vlp_lib.paths import REPO_ROOT
-
-    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # restored after the test
-    inside = str(REPO_ROOT / "vlp_lib" / "paths.py")
-    pages.readable_warnings()
-    pages.readable_warnings()  # a page may call it twice: still one rewrite
-    text = warnings.formatwarning("57 captions truncated", UserWarning, inside, 8)
-    assert text.startswith("vlp_lib/paths.py:8: UserWarning: 57 captions truncated\n")
-    assert str(REPO_ROOT) not in text
-    assert "REPO_ROOT = Path(__file__)" in text  # the source line is still read from the file
-    outside = "/usr/lib/python3/dist-packages/somewhere.py"
-    assert warnings.formatwarning("m", UserWarning, outside, 3, "x = 1").startswith(f"{outside}:3: UserWarning: m")

@@ -10,7 +10,9 @@
 
 * stderr outputs lose their progress-bar lines (tqdm redraws a line with carriage returns; the final state of every
   bar is dropped too, the cell's printed results say what was done) and tqdm's ``TqdmWarning`` /
-  ``TqdmExperimentalWarning`` lines; an output left empty is removed. Other stderr (a real warning) stays.
+  ``TqdmExperimentalWarning`` lines; an output left empty is removed. Other stderr (a real warning) stays, a file of
+  the repository named by its path in it (``vlp_lib/data/training.py:47: UserWarning: ...``), not by where the
+  machine that executed the page keeps its clone, which means nothing to a reader (cleaning elsewhere leaves it).
 * the cell papermill injects (tag ``injected-parameters``) gets the tag ``remove-cell``, which myst-nb honours, and
   its assignments are copied as comments under the original ``parameters`` cell. The original cell is the one worth
   reading: every parameter with its type, default and meaning, which is what a reader needs to re-run the page;
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from vlp_lib.book.pages import CHAPTERS, chapter_of, select_notebooks
+from vlp_lib.paths import REPO_ROOT
 
 NOTEBOOKS_DIR = Path("notebooks")
 EXECUTED_DIR = Path("book/executed")
@@ -96,7 +99,7 @@ def clean(nb: dict[str, Any]) -> dict[str, Any]:
         outputs = []
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream" and out.get("name") == "stderr":
-                text = strip_progress(_text(out.get("text", "")))
+                text = strip_progress(_text(out.get("text", ""))).replace(f"{REPO_ROOT}/", "")
                 if not text.strip():
                     continue
                 out["text"] = text

@@ -7,32 +7,12 @@ read ``CHAPTERS`` without importing torch.
 
 from __future__ import annotations
 
-import linecache
-import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from vlp_lib.papers import chapters as paper_chapters
-from vlp_lib.paths import REPO_ROOT
 
 SCORECARD = "scorecard"
-_FORMATWARNING = warnings.formatwarning  # Python's, kept so that readable_warnings wraps it once however often called
-
-
-def readable_warnings() -> None:
-    """Warnings printed on a page name a file of the repository by its path in it (``vlp_lib/data/training.py:47``),
-    not by where the machine that executed the page kept its clone, which means nothing to a reader; the source line
-    is still shown. Other files (installed packages) keep their paths."""
-
-    def formatwarning(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001 (warnings' signature)
-        path = Path(filename)
-        if path.is_absolute() and path.is_relative_to(REPO_ROOT):
-            line = linecache.getline(filename, lineno) if line is None else line
-            filename = path.relative_to(REPO_ROOT).as_posix()
-        return _FORMATWARNING(message, category, filename, lineno, line)
-
-    warnings.formatwarning = formatwarning
 
 
 def _book_chapters() -> dict[str, list[str]]:
