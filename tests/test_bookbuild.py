@@ -112,6 +112,25 @@ def test_clean_names_repository_files_in_warnings_by_their_path_in_it():
     assert bookbuild.clean(copy.deepcopy(nb)) == nb  # cleaning again changes nothing
 
 
+def test_clean_names_papermills_paths_by_their_path_in_the_repository_or_their_file_name():
+    from vlp_lib.paths import REPO_ROOT
+
+    nb = _notebook()
+    nb["metadata"]["papermill"] = {
+        "input_path": f"{REPO_ROOT}/notebooks/page.ipynb",
+        "output_path": "/tmp/vlp-repage-x1/executed/page.ipynb",
+        "duration": 1.5,
+    }
+    out = bookbuild.clean(copy.deepcopy(nb))
+    assert out["metadata"]["papermill"] == {
+        "input_path": "notebooks/page.ipynb",
+        "output_path": "page.ipynb",
+        "duration": 1.5,
+    }
+    assert bookbuild.clean(copy.deepcopy(out)) == out  # relative paths stay as they are
+    assert bookbuild.readable_path("book/executed/page.ipynb") == "book/executed/page.ipynb"
+
+
 def test_clean_hides_the_injected_cell_and_shows_its_values_under_the_parameters():
     nb = bookbuild.clean(_notebook())
     params, injected = nb["cells"][1], nb["cells"][2]

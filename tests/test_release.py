@@ -286,6 +286,14 @@ def test_the_shipped_release_is_whole_and_its_scorecard_matches_its_records(tmp_
     assert unjudgeable or not unjudged  # with the drawings built, every shown claim is judged again
 
 
+@pytest.mark.skipif(release.read_manifest() is None, reason="no release shipped yet")
+def test_the_shipped_pages_name_no_folder_of_the_machine_that_executed_them():
+    # a page's .ipynb download shows papermill's paths: cleaned pages name files by their path in the repository
+    for page in sorted((release.RELEASE_DIR / release.PAGES).glob("*.ipynb")):
+        paths = json.loads(page.read_text())["metadata"]["papermill"]
+        assert not any(str(paths[key]).startswith("/") for key in ("input_path", "output_path")), (page.name, paths)
+
+
 def test_restore_copies_the_records_and_keeps_the_store(tmp_path):
     executed, target = _executed(tmp_path), tmp_path / "release"
     _store_one_iclip_run(value=0.3)

@@ -19,6 +19,9 @@
   the injected cell only repeats one or two of them without a word of explanation. Nothing is lost: the page
   still says which values it ran with (and its scale note states scale and seeds), and the ``.ipynb`` still holds
   the injected cell, so the executed notebook re-runs as it ran.
+* papermill's record of where it read and wrote the notebook (``metadata.papermill.input_path`` / ``output_path``,
+  which the page's ``.ipynb`` download shows) names a file of the repository by its path in it and a scratch folder
+  of the executing machine (``make verify``'s, ``release repage``'s) by the file name alone.
 """
 
 from __future__ import annotations
@@ -105,6 +108,10 @@ def clean(nb: dict[str, Any]) -> dict[str, Any]:
                 out["text"] = text
             outputs.append(out)
         cell["outputs"] = outputs
+    papermill = nb.get("metadata", {}).get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if isinstance(papermill.get(key), str):
+            papermill[key] = readable_path(papermill[key])
     if injected:
         for cell in nb["cells"]:
             if "parameters" in cell.get("metadata", {}).get("tags", []):
@@ -117,6 +124,17 @@ def clean(nb: dict[str, Any]) -> dict[str, Any]:
                     )
                 break
     return nb
+
+
+def readable_path(path: str) -> str:
+    """``path`` as a reader can follow it: a file of the repository by its path in it, any other absolute path (a
+    scratch folder of the machine that executed the page) by its file name alone; a relative path as it is."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        return Path(path).relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return Path(path).name
 
 
 def clean_file(path: str | Path) -> None:
