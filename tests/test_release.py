@@ -167,6 +167,7 @@ def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_pat
 
     monkeypatch.setattr(release, "execute", checkpoint_remade)
     assert release.repage(["iclip"], target)["records"] == before["records"] and len(calls) == 2
+    assert calls == [CHAPTERS["iclip"]] * 2  # the chapter's own pages, not the scorecard it would not ship
     shipped = (target / release.MANIFEST).read_text()
     # pages that make a run the release lacks, or a number it does not hold, are refused, nothing shipped
     for change, message in [

@@ -368,13 +368,15 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
                 f"chapter {name}: the code that made its records changed since ({shown}): re-make it (make {name})"
             )
     refused = f"the pages of {', '.join(names)} need runs the release does not hold: re-make the chapters (make)"
+    # the chapters' own pages only: the scorecard, which a paper chapter's execution adds, is shipped when named
+    pages = [nb for name in names for nb in CHAPTERS[name]]
     with tempfile.TemporaryDirectory(prefix="vlp-repage-") as tmp:
         scratch = Path(tmp)
         store = unpack(release, scratch)
         for attempt in (1, 2):  # the second on the records the first rewrote, which name the checkpoints it made
             before = {path: file_sha256(path) for path in store.rglob("*.json")}
             with environment(VLP_RESULTS_DIR=str(store)):
-                execute(select_notebooks(names), manifest["scale"], executed_dir=scratch / "executed")
+                execute(pages, manifest["scale"], executed_dir=scratch / "executed")
             remade = sorted(path for path in store.rglob("*.json") if before.get(path) != file_sha256(path))
             if not remade:
                 break
@@ -389,9 +391,9 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
                 f"{len(remade)} runs trained again for the checkpoints the pages load (the release ships records, not "
                 "checkpoints), with the release's numbers: the pages are executed again on those checkpoints"
             )
+        for nb in pages:
+            shutil.copy(scratch / "executed" / f"{nb}.ipynb", release / PAGES / f"{nb}.ipynb")
         for name in names:
-            for nb in CHAPTERS[name]:
-                shutil.copy(scratch / "executed" / f"{nb}.ipynb", release / PAGES / f"{nb}.ipynb")
             manifest["chapters"][name].update(notebooks=CHAPTERS[name], commit=head_commit())
     (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
