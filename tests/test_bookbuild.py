@@ -221,9 +221,21 @@ def test_chapters_cover_every_notebook_and_the_toc():
     executed = sorted(f.rsplit("/", 1)[1] for f in files(toc) if f.startswith("book/executed/"))
     assert executed == stems, "the book's table of contents shows every executed notebook"
     assert pages.select_notebooks(["protoclip"])[-1] == "scorecard"  # judges the chapter's runs: last
+    assert pages.select_notebooks(["protoclip"], scorecard=False) == pages.CHAPTERS["protoclip"]
     assert pages.select_notebooks(["scorecard", "world"]) == ["world_tour", "scorecard"]  # book order
     with pytest.raises(ValueError, match="unknown chapter or notebook 'nope'"):
         pages.select_notebooks(["nope"])
+
+
+def test_execute_runs_the_scorecard_after_a_paper_chapter_unless_told_not_to(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr(bookbuild.subprocess, "run", lambda args, **kwargs: ran.append(Path(args[3]).stem))
+    monkeypatch.setattr(bookbuild, "clean_file", lambda path: None)  # papermill wrote nothing to clean
+    bookbuild.execute(["iclip"], "smoke", executed_dir=tmp_path)
+    assert ran == [*pages.CHAPTERS["iclip"], "scorecard"]
+    ran.clear()
+    bookbuild.execute(["iclip"], "smoke", executed_dir=tmp_path, scorecard=False)
+    assert ran == pages.CHAPTERS["iclip"]
 
 
 def test_scale_note():

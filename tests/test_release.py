@@ -136,7 +136,8 @@ def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_pat
     (target / release.MANIFEST).write_text(json.dumps(before))
     stores = []
 
-    def execute(names, scale, executed_dir):  # the pages as the book-side code draws them now
+    def execute(names, scale, executed_dir, scorecard=True):  # the pages as the book-side code draws them now
+        assert not scorecard  # the chapter's own pages: the scorecard, which it would not ship, is not executed
         stores.append(results_dir())
         executed_dir.mkdir(parents=True, exist_ok=True)
         for nb in names:
@@ -158,16 +159,16 @@ def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_pat
     # release's numbers, the pages are executed again on the checkpoint now made and shipped
     calls = []
 
-    def checkpoint_remade(names, scale, executed_dir):
+    def checkpoint_remade(names, scale, executed_dir, scorecard=True):
         calls.append(names)
         if len(calls) == 1:
             (path,) = results_dir().glob("train/*.json")
             path.write_text(json.dumps({**json.loads(path.read_text()), "timings": {"train_s": 1.0}}))
-        execute(names, scale, executed_dir)
+        execute(names, scale, executed_dir, scorecard)
 
     monkeypatch.setattr(release, "execute", checkpoint_remade)
     assert release.repage(["iclip"], target)["records"] == before["records"] and len(calls) == 2
-    assert calls == [CHAPTERS["iclip"]] * 2  # the chapter's own pages, not the scorecard it would not ship
+    assert calls == [CHAPTERS["iclip"]] * 2
     shipped = (target / release.MANIFEST).read_text()
     # pages that make a run the release lacks, or a number it does not hold, are refused, nothing shipped
     for change, message in [
@@ -175,9 +176,9 @@ def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_pat
         (lambda: _store_one_iclip_run(value=0.9), "avg3/linear: release 0.3, re-made 0.9"),
     ]:
 
-        def changing(names, scale, executed_dir, change=change):
+        def changing(names, scale, executed_dir, scorecard=True, change=change):
             change()
-            execute(names, scale, executed_dir)
+            execute(names, scale, executed_dir, scorecard)
 
         monkeypatch.setattr(release, "execute", changing)
         with pytest.raises(ValueError, match=message):

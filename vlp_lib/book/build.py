@@ -188,12 +188,13 @@ def execute(
     notebooks_dir: Path = NOTEBOOKS_DIR,
     executed_dir: Path = EXECUTED_DIR,
     parameters: dict[str, str] | None = None,
+    scorecard: bool = True,
 ) -> float:
-    """Execute the notebooks of chapters (or notebooks) ``names`` (all when empty) with papermill at ``scale``
-    (and ``parameters``, papermill's ``-p name value``) into ``executed_dir``, clean each, print each one's time
-    and the total; returns the total seconds. ``subprocess.CalledProcessError`` when a notebook fails (its
-    executed copy shows where)."""
-    selected = select_notebooks(names)
+    """Execute the notebooks of chapters (or notebooks) ``names`` (all when empty; with ``scorecard``, the
+    scorecard after a paper chapter's: ``select_notebooks``) with papermill at ``scale`` (and ``parameters``,
+    papermill's ``-p name value``) into ``executed_dir``, clean each, print each one's time and the total; returns
+    the total seconds. ``subprocess.CalledProcessError`` when a notebook fails (its executed copy shows where)."""
+    selected = select_notebooks(names, scorecard)
     executed_dir.mkdir(parents=True, exist_ok=True)
     total = 0.0
     measured: list[tuple[str, float]] = []

@@ -51,10 +51,10 @@ def chapter_of(notebook: str) -> str:
     raise ValueError(f"notebook {notebook!r} is in no chapter of vlp_lib.book.pages.CHAPTERS")
 
 
-def select_notebooks(names: Sequence[str] = ()) -> list[str]:
-    """The notebooks (stems, in book order) of the chapters or notebooks ``names``; every notebook when empty. The
-    scorecard is added whenever a paper chapter is selected (it judges that chapter's claims). ``ValueError``
-    naming an unknown name."""
+def select_notebooks(names: Sequence[str] = (), scorecard: bool = True) -> list[str]:
+    """The notebooks (stems, in book order) of the chapters or notebooks ``names``; every notebook when empty. With
+    ``scorecard``, the scorecard is added whenever a paper chapter is selected (it judges that chapter's claims).
+    ``ValueError`` naming an unknown name."""
     if not names:
         return [nb for notebooks in CHAPTERS.values() for nb in notebooks]
     known = {nb for notebooks in CHAPTERS.values() for nb in notebooks}
@@ -67,7 +67,7 @@ def select_notebooks(names: Sequence[str] = ()) -> list[str]:
         else:
             raise ValueError(f"CHAPTERS: unknown chapter or notebook {name!r}; chapters: {', '.join(CHAPTERS)}")
     papers = {c.name for c in paper_chapters()}
-    if any(chapter_of(nb) in papers for nb in wanted):
+    if scorecard and any(chapter_of(nb) in papers for nb in wanted):
         wanted.append(SCORECARD)
     return [nb for notebooks in CHAPTERS.values() for nb in notebooks if nb in wanted]
 

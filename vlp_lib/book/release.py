@@ -368,15 +368,15 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
                 f"chapter {name}: the code that made its records changed since ({shown}): re-make it (make {name})"
             )
     refused = f"the pages of {', '.join(names)} need runs the release does not hold: re-make the chapters (make)"
-    # the chapters' own pages only: the scorecard, which a paper chapter's execution adds, is shipped when named
-    pages = [nb for name in names for nb in CHAPTERS[name]]
+    # the chapters' own pages only: the scorecard, which executing a paper chapter adds, only when named
+    pages = select_notebooks(names, scorecard=False)
     with tempfile.TemporaryDirectory(prefix="vlp-repage-") as tmp:
         scratch = Path(tmp)
         store = unpack(release, scratch)
         for attempt in (1, 2):  # the second on the records the first rewrote, which name the checkpoints it made
             before = {path: file_sha256(path) for path in store.rglob("*.json")}
             with environment(VLP_RESULTS_DIR=str(store)):
-                execute(pages, manifest["scale"], executed_dir=scratch / "executed")
+                execute(pages, manifest["scale"], executed_dir=scratch / "executed", scorecard=False)
             remade = sorted(path for path in store.rglob("*.json") if before.get(path) != file_sha256(path))
             if not remade:
                 break
