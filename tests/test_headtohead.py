@@ -1,4 +1,4 @@
-"""The head-to-head chapter (issue 26): its configs, its parameters refused before compute, the equal-seconds
+"""The head-to-head chapter: its configs, its parameters refused before compute, the equal-seconds
 calibration on hand-computed records, its claims judged on fake stored records, and the scorecard's lines."""
 
 import json

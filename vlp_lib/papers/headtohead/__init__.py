@@ -1,5 +1,5 @@
 """Head to head: CLIP, ProtoCLIP, PyramidCLIP, iCLIP / UniCL and TP_Postag / ICMLM on one world, one image tower and
-one evaluation, at equal training samples and at equal wall-clock seconds (issue 26). A book-side chapter only: it
+one evaluation, at equal training samples and at equal wall-clock seconds. A book-side chapter only: it
 defines no method (every method belongs to its paper's folder, and so do its stored runs); ``book.chapter`` plans
 the runs and states the claims."""
 

@@ -1,4 +1,4 @@
-"""The runs behind the real-drawings chapter (issue 38) and its claims, as data: on human-made image-text pairs, does
+"""The runs behind the real-drawings chapter and its claims, as data: on human-made image-text pairs, does
 each paper's headline idea still beat CLIP, and which of the head to head's verdicts on the generated world carry
 over?
 
@@ -310,7 +310,7 @@ def _claims(data: Data = DRAWINGS) -> list[Claim]:
             "D_clip_learns",
             f"CLIP trained on the pairs beats the same network untrained ({task} linear probe): the premise of every "
             "claim below",
-            "the book (issue 38)",
+            "this book's real drawings (no paper)",
             "direction",
             metric,
             "every paper assumes its CLIP learns from its pairs",
@@ -327,7 +327,7 @@ def _claims(data: Data = DRAWINGS) -> list[Claim]:
             Claim(
                 f"D_{v}",
                 f"{variant.label} beats CLIP at equal training samples on real drawings ({task} linear probe)",
-                "issue 38 (no paper)",
+                "this book's real drawings (no paper)",
                 "direction",
                 metric,
                 _PAPER_VALUE.format(paper=variant.paper),

@@ -1,4 +1,4 @@
-"""The runs behind the head-to-head chapter (issue 26) and its claims, as data: which of the five papers' ideas gives
+"""The runs behind the head-to-head chapter and its claims, as data: which of the five papers' ideas gives
 the most over CLIP at equal training samples, and at equal wall-clock seconds on this machine?
 
 No paper compares these methods with each other: each compares itself with CLIP on its own data, budget and
@@ -62,7 +62,7 @@ from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
 
-# Budget at laptop scale (issue 26: at most 20 minutes from empty caches on a healthy 2-core CPU). The first design
+# Budget at laptop scale (ours: at most 20 minutes from empty caches on a healthy 2-core CPU). The first design
 # trained 6,144 samples per run (1.2 epochs of 5,120 pairs): CLIP reached 11.0% on the avg3 linear probe against 7.0%
 # for a random guesser (the baseline's CLIP, 327,680 samples: 56.3%), so every claim compared models that had not
 # learned. CLIP's avg3 linear probe in this book's store, by samples trained (rn-tiny, 32 px, batch 128, lr 2e-3):
@@ -674,7 +674,7 @@ def _claims() -> list[Claim]:
                     f"H_{v}_{budget}",
                     f"{variant.label} beats CLIP at equal training {budget} (avg3 linear probe; what it needs beyond "
                     "pairs: the summary table)",
-                    "issue 26 (no paper)",
+                    "this book's head to head (no paper)",
                     "direction",
                     LINEAR,
                     _PAPER_VALUE.format(paper=variant.paper),
