@@ -88,7 +88,8 @@ release: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release check --partial
 
 # chapters' pages executed again from the release's own records and shipped (their prose, tables or figures changed,
-# their runs did not): re-makes nothing, keeps the chapters' records and minutes (make repage CHAPTERS=drawings)
+# their runs did not): re-makes nothing, keeps the chapters' records and minutes (make repage CHAPTERS=drawings; a
+# single page: CHAPTERS=protoclip_benchmark)
 repage: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release repage $(CHAPTERS)
 	$(BIN)/python -m vlp_lib.book.release check --partial

@@ -155,6 +155,24 @@ def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_pat
     assert entry["commit"] == release.head_commit() and {**entry, "commit": old["commit"]} == old
     assert after["records"] == before["records"] and release.check(target, complete=False) == []
 
+    # one page of a chapter: only it is executed and shipped, its chapter's entry updated as for the whole chapter
+    one, other = CHAPTERS["iclip"][:2]
+    executed_names = []
+
+    def one_page(names, scale, executed_dir, scorecard=True):
+        executed_names.append(list(names))
+        executed_dir.mkdir(parents=True, exist_ok=True)
+        for nb in names:
+            _page(executed_dir / f"{nb}.ipynb", scale, title="# this page again")
+
+    monkeypatch.setattr(release, "execute", one_page)
+    assert release.repage([one], target)["chapters"]["iclip"] == entry and executed_names == [[one]]
+    shipped_title = {
+        nb: json.loads((target / release.PAGES / f"{nb}.ipynb").read_text())["cells"][0]["source"]
+        for nb in (one, other)
+    }
+    assert shipped_title == {one: "# this page again", other: "# drawn again"}
+
     # a page that loads a model whose checkpoint is not here trains its run again, rewriting its record: with the
     # release's numbers, the pages are executed again on the checkpoint now made and shipped
     calls = []

@@ -2,7 +2,7 @@
 the check that today's code re-makes them.
 
     python -m vlp_lib.book.release make [chapters] --scale laptop   # ship book/executed + the store (maintainers)
-    python -m vlp_lib.book.release repage chapters                  # their pages again, from the shipped records
+    python -m vlp_lib.book.release repage chapters-or-pages         # pages again, from the shipped records
     python -m vlp_lib.book.release install                          # the release's pages into book/executed
     python -m vlp_lib.book.release restore                          # its records into the results store
     python -m vlp_lib.book.release check                            # the release whole: pages, records, checksums
@@ -25,9 +25,9 @@ where its numbers come from (commit, date, machine, scale, seeds) and, when the 
 since (a per-paper fingerprint differs), which files changed. A page executed here (``make book EXECUTE=1``) is
 never overwritten: installed pages carry the marker ``RELEASE_MARK`` in their metadata.
 
-``repage`` executes chapters' pages again on the release's own records and ships them, for a page whose prose, tables
-or figures changed while its runs did not (the book side re-stamps no record): nothing is re-made, and the chapter
-keeps its records and the minutes that making them took.
+``repage`` executes chapters' pages (or single pages) again on the release's own records and ships them, for a page
+whose prose, tables or figures changed while its runs did not (the book side re-stamps no record): nothing is re-made,
+and the chapter keeps its records and the minutes that making them took.
 
 ``verify`` executes chapters' notebooks at the release's scale into a scratch store (``VLP_RESULTS_DIR``,
 ``VLP_CACHE_DIR`` and ``VLP_CHECKPOINT_DIR`` in a temporary folder: the release and the working store are never
@@ -59,7 +59,7 @@ from typing import Any
 
 from vlp_lib import runs
 from vlp_lib.book.build import EXECUTED_DIR, TIMES_FILE, clean, execute
-from vlp_lib.book.pages import CHAPTERS, select_notebooks
+from vlp_lib.book.pages import CHAPTERS, chapter_of, select_notebooks
 from vlp_lib.files import file_sha256
 from vlp_lib.papers import Chapter
 from vlp_lib.papers import chapters as paper_chapters
@@ -340,7 +340,9 @@ def make(
 
 
 def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
-    """Execute chapters ``names``' pages again from the release's own records and ship them: for pages whose prose,
+    """Execute the pages of ``names`` (chapters, or notebooks of a chapter: one page without its chapter's others,
+    which may load trained models this machine would train again) from the release's own records and ship them: for
+    pages whose prose,
     tables or figures changed while their runs did not (book-side code: ``vlp_lib/book/``, a paper's ``book/``, the
     notebooks). Nothing is re-made: the pages run on a scratch store unpacked from the release. A page that loads a
     trained model whose checkpoint is not here (the release ships records, not checkpoints) trains its run again,
@@ -355,11 +357,15 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
     if manifest is None:
         raise ValueError(f"no release at {release}: ship chapters with make first")
     if not names:
-        raise ValueError("name the chapters whose pages to execute again")
-    unknown = [n for n in names if n not in manifest["chapters"]]
+        raise ValueError("name the chapters (or pages) to execute again")
+    # the pages named (a chapter's own: the scorecard, which executing a paper chapter adds, only when named) and
+    # their chapters, whose entries are checked and updated
+    pages = select_notebooks(names, scorecard=False)
+    chapters = list(dict.fromkeys(chapter_of(nb) for nb in pages))
+    unknown = [c for c in chapters if c not in manifest["chapters"]]
     if unknown:
         raise ValueError(f"chapters not in the release: {unknown}; ship them with make")
-    for name in names:
+    for name in chapters:
         check_committed(name)
         entry = manifest["chapters"][name]
         if {scope: runs.code_fingerprint(scope) for scope in _scopes(name)} != entry["fingerprints"]:
@@ -367,9 +373,7 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
             raise ValueError(
                 f"chapter {name}: the code that made its records changed since ({shown}): re-make it (make {name})"
             )
-    refused = f"the pages of {', '.join(names)} need runs the release does not hold: re-make the chapters (make)"
-    # the chapters' own pages only: the scorecard, which executing a paper chapter adds, only when named
-    pages = select_notebooks(names, scorecard=False)
+    refused = f"the pages {', '.join(pages)} need runs the release does not hold: re-make their chapters (make)"
     with tempfile.TemporaryDirectory(prefix="vlp-repage-") as tmp:
         scratch = Path(tmp)
         store = unpack(release, scratch)
@@ -393,7 +397,7 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
             )
         for nb in pages:
             shutil.copy(scratch / "executed" / f"{nb}.ipynb", release / PAGES / f"{nb}.ipynb")
-        for name in names:
+        for name in chapters:
             manifest["chapters"][name].update(notebooks=CHAPTERS[name], commit=head_commit())
     (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
@@ -719,7 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("make", help="ship chapters' executed pages and the store's current records")
     p.add_argument("names", nargs="*")
     p.add_argument("--scale", default="laptop")
-    p = sub.add_parser("repage", help="execute chapters' pages again from the release's own records and ship them")
+    p = sub.add_parser("repage", help="execute chapters' pages (or pages) again from the release's records, ship them")
     p.add_argument("names", nargs="+")
     sub.add_parser("install", help="the release's pages into book/executed (pages executed here are kept)")
     sub.add_parser("restore", help="the release's records into the working results store (records there are kept)")
