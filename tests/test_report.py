@@ -186,3 +186,46 @@ def test_fdr_demotes_only_what_bh_does_not_keep():
     assert list(out["verdict_fdr"]) == ["reproduced", "inconclusive", "inconclusive", "not run"]
     counts = report.verdict_counts(out, "verdict_fdr")
     assert counts.loc["A", "decided"] == "1 of 3"
+
+
+def test_claims_view_fits_a_claims_table_into_fewer_wider_columns():
+    claims = pd.DataFrame(
+        [
+            {
+                "id": "a",
+                "claim": "A helps",
+                "source": "Table 3",
+                "paper_value": "+1.0 pp",
+                "book_value": "+0.50 pp",
+                "interval": "[-1.64, +2.14] pp",
+                "df": "14 pooled",
+                "verdict": "inconclusive",
+                "p": 0.123456,
+                "mde": "2.65 pp",
+                "seeds_needed": "7",
+                "notebook": "x",
+                "metric": "m",
+            },
+            {
+                "id": "b",
+                "claim": "B helps",
+                "source": "Fig. 2",
+                "paper_value": "+2.0 pp",
+                "book_value": "",
+                "interval": "",
+                "df": "",
+                "verdict": "not run",
+                "p": float("nan"),
+                "mde": "",
+                "seeds_needed": "",
+                "notebook": "x",
+                "metric": "m",
+            },
+        ]
+    ).set_index("id")
+    view = report.claims_view(claims)
+    assert list(view.columns) == list(report.CLAIMS_VIEW.values()) and list(view.index) == ["a", "b"]
+    assert view.loc["a", "claim (source)"] == "A helps (Table 3)"
+    assert view.loc["a", "95% interval (df)"] == "[-1.64, +2.14] pp (df 14, pooled)"
+    assert view.loc["a", "p"] == 0.1235 and view.loc["b", "95% interval (df)"] == ""
+    assert report.interval_text("[-1.0, +1.0] pp", "2") == "[-1.0, +1.0] pp (df 2)"

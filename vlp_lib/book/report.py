@@ -415,6 +415,33 @@ SCORECARD_COLUMNS = [
     "seeds",
 ]
 BOOK_COLUMNS = ["q", "verdict_fdr"]  # added by ``scorecard``: across the book
+CLAIMS_VIEW = {  # column -> header of a page's table of its claims (``claims_view``)
+    "claim": "claim (source)",
+    "paper_value": "paper",
+    "book_value": "book (mean Δ per seed)",
+    "interval": "95% interval (df)",
+    "verdict": "verdict",
+    "p": "p",
+    "mde": "detectable",
+    "seeds_needed": "seeds planned",
+}
+
+
+def interval_text(interval: str, df: str) -> str:
+    """A claim's ``interval`` with its degrees of freedom ``df`` (``format_test``'s): "[-1.64, +2.14] pp (df 14,
+    pooled)"; the interval alone where it has no df, nothing where it has no interval."""
+    return f"{interval} (df {df.replace(' pooled', ', pooled')})" if interval and df else interval
+
+
+def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
+    """A page's table of its judged claims (lines with ``SCORECARD_COLUMNS``, indexed by id) in fewer, wider
+    columns, so that it fits the page: the claim with its source, the interval with its degrees of freedom
+    (``interval_text``), p to four places, the headers of ``CLAIMS_VIEW``."""
+    view = claims.assign(
+        claim=[f"{claim} ({source})" for claim, source in zip(claims["claim"], claims["source"])],
+        interval=[interval_text(str(i), str(d)) for i, d in zip(claims["interval"], claims["df"])],
+    )
+    return view[list(CLAIMS_VIEW)].round({"p": 4}).rename(columns=CLAIMS_VIEW)
 
 
 def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
