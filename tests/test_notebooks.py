@@ -194,5 +194,5 @@ def test_the_built_book_reads_offline_and_whole(smoke_runs, tmp_path):
     from vlp_lib.papers import chapters
 
     ids = [line["id"] for chapter in chapters() for line in chapter.claims("smoke")]
-    missing = [i for i in ids if f">{i}<" not in scorecard]
+    missing = [i for i in ids if f"; {i})</td>" not in scorecard]  # each claim's cell: "claim (source; id)"
     assert not missing, f"claims missing from the scorecard page: {missing}"
