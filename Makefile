@@ -40,8 +40,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m vlp_lib.papers.iclip.wordnet fetch || echo "warning: WordNet not installed (iCLIP's definitions on real class data need it): $(BIN)/python -m vlp_lib.papers.iclip.wordnet fetch"
 	touch $(STAMP)
 
-# every tier but the paper-scale steps (`make test-paper`) and the chapters' notebooks on real pairs beyond one page of
-# each paper's (`make test-real`); lint (mypy: one core for about 20 s) runs beside the
+# every tier but the paper-scale steps (`make test-paper`) and the chapters' notebooks on real pairs beyond a page of each
+# paper but PyramidCLIP (`make test-real`); lint (mypy: one core for about 20 s) runs beside the
 # tests' collection and first tests instead of before them, its output printed after theirs; either failing fails
 test: $(STAMP)
 	@log=$$(mktemp); $(MAKE) --no-print-directory lint > $$log 2>&1 & lint=$$!; \

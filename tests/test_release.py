@@ -2,6 +2,7 @@
 comparing a re-make with them; on fake pages and records (the real release is tested when present)."""
 
 import ast
+import functools
 import gzip
 import json
 
@@ -364,6 +365,24 @@ def test_verify_takes_a_chapters_measurements_from_the_release(tmp_path):
     ).read_text()
     assert release.compare_records(release_store, remade_store, measured=frozenset(kinds)) == ([], 0)
     assert release.compare_records(release_store, remade_store)[1] == 1
+
+
+def test_verify_exits_0_on_the_releases_numbers_and_1_on_a_changed_one(tmp_path, monkeypatch):
+    # `make verify` whole but for the training: the re-make (``execute``, stubbed) stores the shipped run again, then
+    # the same run with one number moved by more than the tolerance; verify passes on the first, names the number and
+    # exits 1 on the second
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run(value=0.3)
+    release.make(["iclip"], "laptop", executed, target)
+    remade = {"value": 0.3}
+    monkeypatch.setattr(release, "execute", lambda *args, **kwargs: _store_one_iclip_run(value=remade["value"]))
+    monkeypatch.setattr(release, "verify", functools.partial(release.verify, release=target))
+    assert release.verify(["iclip"], keep=tmp_path / "same") == []
+    assert release.main(["verify", "iclip", "--keep", str(tmp_path / "same_again")]) == 0
+    remade["value"] = 0.31
+    differences = release.verify(["iclip"], keep=tmp_path / "changed")
+    assert len(differences) == 1 and "avg3/linear: release 0.3, re-made 0.31" in differences[0]
+    assert release.main(["verify", "iclip", "--keep", str(tmp_path / "changed_again")]) == 1
 
 
 def test_a_release_names_a_commit_a_reader_can_check_out(tmp_path, monkeypatch):
