@@ -227,5 +227,5 @@ def test_claims_view_fits_a_claims_table_into_fewer_wider_columns():
     assert list(view.columns) == list(report.CLAIMS_VIEW.values()) and list(view.index) == ["a", "b"]
     assert view.loc["a", "claim (source)"] == "A helps (Table 3)"
     assert view.loc["a", "95% interval (df)"] == "[-1.64, +2.14] pp (df 14, pooled)"
-    assert view.loc["a", "p"] == 0.1235 and view.loc["b", "95% interval (df)"] == ""
+    assert view.loc["a", "p"] == "0.1235" and view.loc["b", "p"] == "—" and view.loc["b", "95% interval (df)"] == ""
     assert report.interval_text("[-1.0, +1.0] pp", "2") == "[-1.0, +1.0] pp (df 2)"

@@ -436,12 +436,14 @@ def interval_text(interval: str, df: str) -> str:
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     """A page's table of its judged claims (lines with ``SCORECARD_COLUMNS``, indexed by id) in fewer, wider
     columns, so that it fits the page: the claim with its source, the interval with its degrees of freedom
-    (``interval_text``), p to four places, the headers of ``CLAIMS_VIEW``."""
+    (``interval_text``), p to four places ("—" where a claim has no test: not run, or a timing claim), the headers
+    of ``CLAIMS_VIEW``."""
     view = claims.assign(
         claim=[f"{claim} ({source})" for claim, source in zip(claims["claim"], claims["source"])],
         interval=[interval_text(str(i), str(d)) for i, d in zip(claims["interval"], claims["df"])],
+        p=[f"{p:.4f}" if np.isfinite(p) else "—" for p in pd.to_numeric(claims["p"], errors="coerce")],
     )
-    return view[list(CLAIMS_VIEW)].round({"p": 4}).rename(columns=CLAIMS_VIEW)
+    return view[list(CLAIMS_VIEW)].rename(columns=CLAIMS_VIEW)
 
 
 def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
