@@ -229,3 +229,10 @@ def test_claims_view_fits_a_claims_table_into_fewer_wider_columns():
     assert view.loc["a", "95% interval (df)"] == "[-1.64, +2.14] pp (df 14, pooled)"
     assert view.loc["a", "p"] == "0.1235" and view.loc["b", "p"] == "—" and view.loc["b", "95% interval (df)"] == ""
     assert report.interval_text("[-1.0, +1.0] pp", "2") == "[-1.0, +1.0] pp (df 2)"
+    # the book's own claims: no paper column, the claim without its source
+    own = report.claims_view(claims, paper=False)
+    assert "paper" not in own.columns and own.loc["a", "claim"] == "A helps"
+    assert list(own.columns) == [
+        "claim",
+        *[h for k, h in report.CLAIMS_VIEW.items() if k not in ("claim", "paper_value")],
+    ]

@@ -433,17 +433,22 @@ def interval_text(interval: str, df: str) -> str:
     return f"{interval} (df {df.replace(' pooled', ', pooled')})" if interval and df else interval
 
 
-def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
+def claims_view(claims: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
     """A page's table of its judged claims (lines with ``SCORECARD_COLUMNS``, indexed by id) in fewer, wider
     columns, so that it fits the page: the claim with its source, the interval with its degrees of freedom
     (``interval_text``), p to four places ("—" where a claim has no test: not run, or a timing claim), the headers
-    of ``CLAIMS_VIEW``."""
+    of ``CLAIMS_VIEW``. ``paper=False`` for the book's own claims (the head to head, the real drawings): no paper
+    states them, so the claim goes without its source and the table without the paper's column (the page says
+    why)."""
     view = claims.assign(
-        claim=[f"{claim} ({source})" for claim, source in zip(claims["claim"], claims["source"])],
+        claim=[f"{claim} ({source})" if paper else claim for claim, source in zip(claims["claim"], claims["source"])],
         interval=[interval_text(str(i), str(d)) for i, d in zip(claims["interval"], claims["df"])],
         p=[f"{p:.4f}" if np.isfinite(p) else "—" for p in pd.to_numeric(claims["p"], errors="coerce")],
     )
-    return view[list(CLAIMS_VIEW)].rename(columns=CLAIMS_VIEW)
+    columns = {k: v for k, v in CLAIMS_VIEW.items() if paper or k != "paper_value"}
+    if not paper:
+        columns["claim"] = "claim"
+    return view[list(columns)].rename(columns=columns)
 
 
 def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
