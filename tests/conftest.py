@@ -86,6 +86,7 @@ def smoke_runs(request, tmp_path_factory):
     if not selected:
         yield {}
         return
+    cache = getattr(request.config, "cache", None)  # None under `-p no:cacheprovider`: the default order, nothing kept
     checkpoints = tmp_path_factory.mktemp("book_checkpoints")
     free = shutil.disk_usage(checkpoints).free
     if free < SMOKE_DISK_BYTES:  # a memory-mapped write past a full disk kills pytest with a bus error, mid-run
@@ -100,19 +101,19 @@ def smoke_runs(request, tmp_path_factory):
         tmp_path_factory.mktemp("book_results"),
         checkpoints,
         tmp_path_factory.mktemp("executed"),
-        request.config.cache.get(smoke_notebooks.SECONDS_KEY, {}) if request.config.cache else {},
+        cache.get(smoke_notebooks.SECONDS_KEY, {}) if cache else {},
         kernel_server(),
     )
     _KERNELS.update(futures)
     yield futures
     pool.shutdown(wait=True)
     _KERNELS.clear()
-    if request.config.cache:
-        seconds = request.config.cache.get(smoke_notebooks.SECONDS_KEY, {})
+    if cache:
+        seconds = cache.get(smoke_notebooks.SECONDS_KEY, {})
         for key, future in futures.items():
             if future.done() and future.exception() is None:
                 seconds[key] = round(smoke_notebooks.seconds_of(future.result()), 1)
-        request.config.cache.set(smoke_notebooks.SECONDS_KEY, seconds)
+        cache.set(smoke_notebooks.SECONDS_KEY, seconds)
 
 
 @pytest.fixture(autouse=True)
