@@ -342,9 +342,8 @@ def make(
 def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
     """Execute the pages of ``names`` (chapters, or notebooks of a chapter: one page without its chapter's others,
     which may load trained models this machine would train again) from the release's own records and ship them: for
-    pages whose prose,
-    tables or figures changed while their runs did not (book-side code: ``vlp_lib/book/``, a paper's ``book/``, the
-    notebooks). Nothing is re-made: the pages run on a scratch store unpacked from the release. A page that loads a
+    pages whose prose, tables or figures changed while their runs did not (book-side code: ``vlp_lib/book/``, a
+    paper's ``book/``, the notebooks). Nothing is re-made: the pages run on a scratch store unpacked from the release. A page that loads a
     trained model whose checkpoint is not here (the release ships records, not checkpoints) trains its run again,
     which rewrites the run's record: when every such run gives the release's numbers (``compare_records``), the
     pages are executed once more on the checkpoints now made, and must then change no record; pages that make a
