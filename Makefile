@@ -86,13 +86,17 @@ book: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release make --scale $(SCALE) $(CHAPTERS)
 	$(BIN)/python -m vlp_lib.book.release check --partial
+	$(BIN)/python -m vlp_lib.book.findings write
 
+# (both: the README's, the introduction's and the chapters' opening pages' findings written again from the release's
+# scorecard, vlp_lib/book/findings.py)
 # chapters' pages executed again from the release's own records and shipped (their prose, tables or figures changed,
 # their runs did not): re-makes nothing, keeps the chapters' records and minutes (make repage CHAPTERS=drawings; a
 # single page: CHAPTERS=protoclip_benchmark)
 repage: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release repage $(CHAPTERS)
 	$(BIN)/python -m vlp_lib.book.release check --partial
+	$(BIN)/python -m vlp_lib.book.findings write
 
 # the release's records into results/ (kept records stay): notebooks opened in JupyterLab and chapters re-executed
 # load the shipped runs instead of training them

@@ -158,7 +158,8 @@ def test_claims_are_judged_on_per_seed_differences(no_compute):
     assert (bars["std"] > 0.04).all()
     claims = ablation.claims_table(results, plan).set_index("claim")
     soft = claims.loc["soft target tau_y = 0.01 beats hardmax"]
-    assert soft["verdict"] == "reproduced" and soft["gain"] == pytest.approx(0.02, abs=0.003)
+    # +2.0 pp to a few hundredths against the paper's +1.58: entirely above the paper's effect
+    assert soft["verdict"] == "larger than claimed" and soft["gain"] == pytest.approx(0.02, abs=0.003)
     assert claims.loc["the language-model teacher (RoBERTa; ours MiniLM) helps", "verdict"] == "opposite"
     assert claims.loc["episode of 0.2 of the data beats one episode per epoch", "reference"] == n
     ipp = claims.loc["10 images per prototype is the best value"]
@@ -189,3 +190,37 @@ def test_list_parameters_accept_papermill_strings(no_compute):
     assert {r.sweep for r in plan.runs} == {"base", "target_temperature"} and plan.seeds == [0, 1, 2]
     with pytest.raises(ValueError, match="sweeps"):
         ablation.make_plan("laptop", sweeps="[episode_size")
+
+
+def test_fig6_panels_name_their_hyper_parameter_and_draw_chance():
+    """Each Fig. 6 panel as the notebook draws it: the swept hyper-parameter on the x axis, chance dashed (avg3's
+    linear probe: the mean of its three tasks' 1 / classes; on real data the headline task's), and an alt text
+    saying so. Nothing is trained: the records are made up."""
+    from pathlib import Path
+
+    from vlp_lib.book import plots
+    from vlp_lib.suite import VALIDATION_TASKS, chance_levels
+
+    assert set(ablation.SWEEP_AXES) == set(ablation.SWEEPS)
+    plan = ablation.make_plan("smoke", seeds=[0, 1])
+    levels = chance_levels(plan.config.eval)
+    chance = ablation.chance_level(plan)
+    assert chance == pytest.approx(np.mean([levels[f"{t}/linear"] for t in VALIDATION_TASKS]))
+    table = ablation.sweep_table([(run, {"metrics": {plan.metric: 0.3}}) for run in plan.runs], plan.metric)
+    for sweep in ablation.SWEEPS:
+        t = table[table["sweep"] == sweep].assign(label="ProtoCLIP (this book)")
+        t["group"] = [str(v) for v in t["value"]]
+        fig = plots.bar_with_error(
+            t, ylabel=ablation.bar_ylabel(plan), xlabel=ablation.SWEEP_AXES[sweep], chance=100 * chance
+        )
+        ax = fig.axes[0]
+        assert ax.get_xlabel() == ablation.SWEEP_AXES[sweep] and ax.get_ylabel().endswith("(%)")
+        assert [line.get_ydata()[0] for line in ax.lines if line.get_gid() == "chance"] == [pytest.approx(100 * chance)]
+        alt = ablation.figure_alt(plan, sweep, t, chance)
+        assert alt.startswith("Bar chart") and ablation.SWEEP_AXES[sweep] in alt and "2 seeds" in alt
+        assert f"chance ({100 * chance:.1f}%) dashed" in alt
+    real = Path(__file__).resolve().parent / "data" / "openclipart"
+    on_real = ablation.make_plan(
+        "smoke", sweeps=[], seeds=[0], train_data=str(real / "pairs.csv"), eval_tasks=[f"folder:{real / 'categories'}"]
+    )
+    assert on_real.metric == "categories/linear" and ablation.chance_level(on_real) == pytest.approx(1 / 8)

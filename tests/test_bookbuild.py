@@ -227,6 +227,90 @@ def test_chapters_cover_every_notebook_and_the_toc():
         pages.select_notebooks(["nope"])
 
 
+def _toc_files(root):
+    def files(node):
+        if isinstance(node, dict):
+            yield from ([node["file"]] if "file" in node else [])
+            yield from ([node["root"]] if "root" in node else [])
+            for value in node.values():
+                yield from files(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from files(item)
+
+    return list(files(yaml.safe_load((root / "_toc.yml").read_text())))
+
+
+def test_toc_lists_every_markdown_page_and_every_link_resolves():
+    """Every written page of book/ is in the table of contents (the set-up pages in their places: how the experiments
+    are set up right after the introduction, the engineering notes before the references), every {doc} link names a
+    page and every {ref} label is defined; the old set-up page is gone and nothing links to it."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    toc = _toc_files(root)
+    pages_md = sorted(f"book/{p.stem}" for p in (root / "book").glob("*.md"))
+    assert sorted(f for f in toc if not f.startswith("book/executed/")) == pages_md
+    assert toc[:2] == ["book/intro", "book/experiments"]
+    assert toc[-2:] == ["book/engineering", "book/references"]
+    assert not (root / "book" / "setup.md").exists()
+    docs = {f.removeprefix("book/") for f in toc}
+    texts = {p.name: p.read_text() for p in (root / "book").glob("*.md")}
+    labels = {m for text in texts.values() for m in re.findall(r"^\(([\w-]+)\)=$", text, re.M)}
+    for name, text in texts.items():
+        for target in re.findall(r"\{doc\}`(?:[^`<]*<)?([^`>]+)>?`", text):
+            assert target in docs, f"{name}: {{doc}} link to {target!r}, not a page of the book"
+        for label in re.findall(r"\{ref\}`(?:[^`<]*<)?([^`>]+)>?`", text):
+            assert label in labels, f"{name}: {{ref}} to {label!r}, no such label"
+        assert "setup" not in text.lower(), f"{name} still names the old set-up page"
+    for title, page in (
+        ("# How the experiments are set up", "experiments.md"),
+        ("# Engineering notes", "engineering.md"),
+    ):
+        assert texts[page].startswith(title + "\n")
+
+
+def test_experiments_page_has_a_table_per_chapter_and_a_glossary():
+    """The experiments page: one section per chapter, tables no wider than six columns, a glossary of the
+    abbreviations the pages use, and citations that exist in references.bib."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "book" / "experiments.md").read_text()
+    for heading in (
+        "The CLIP baseline",
+        "ProtoCLIP",
+        "PyramidCLIP",
+        "DIME-FM",
+        "iCLIP and UniCL",
+        "ICMLM",
+        "Head to head",
+        "Real drawings",
+        "Glossary",
+    ):
+        assert f"\n## {heading}\n" in text, heading
+    for term in (
+        "| E, E/2, 2E |",
+        "avg3",
+        "C_big",
+        "| PBT |",
+        "| ROI |",
+        "| TOST |",
+        "| BH, q, FDR |",
+        "| MDE",
+        "| pp |",
+    ):
+        assert term in text, term
+    for page in ("experiments.md", "engineering.md"):
+        for line in (root / "book" / page).read_text().splitlines():
+            if line.startswith("| ---"):
+                assert line.count("|") - 1 <= 6, f"{page}: a table wider than six columns"
+    keys = set(re.findall(r"^@\w+\{([^,]+),", (root / "book" / "references.bib").read_text(), re.M))
+    for page in ("experiments.md", "engineering.md", "intro.md"):
+        for cited in re.findall(r"\{cite\}`([^`]+)`", (root / "book" / page).read_text()):
+            assert set(cited.split(",")) <= keys, f"{page}: unknown citation {cited}"
+
+
 def test_execute_runs_the_scorecard_after_a_paper_chapter_unless_told_not_to(tmp_path, monkeypatch):
     ran = []
     monkeypatch.setattr(bookbuild.subprocess, "run", lambda args, **kwargs: ran.append(Path(args[3]).stem))

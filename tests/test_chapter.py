@@ -132,7 +132,7 @@ def test_claims_are_stated_once_and_their_rows_exist():
 
 def test_every_notebook_shows_its_claims_from_the_one_list():
     """Each chapter notebook shows its subset of ``CLAIMS`` (``claims_table(results, notebook=...)``, the
-    ablation's through ``ablation.claims_table``), and every claim a notebook shows is on the scorecard."""
+    ablation's through ``ablation.page_table``), and every claim a notebook shows is on the scorecard."""
     import json
 
     card = report.scorecard("smoke")
@@ -143,7 +143,7 @@ def test_every_notebook_shows_its_claims_from_the_one_list():
         cells = json.loads((folder / f"protoclip_{name}.ipynb").read_text())["cells"]
         source = "".join("".join(c["source"]) for c in cells)
         if name == "ablation":
-            assert "ablation.claims_table(results, plan)" in source
+            assert "ablation.page_table(results, plan)" in source
             ids = {c.id for c in chapter.CLAIMS if c.notebook == "ablation"}
         else:
             assert f'claims_table(results, notebook="{name}")' in source, name
@@ -163,7 +163,8 @@ def test_scorecard_judges_stored_runs():
         _record(t3["- w/o soft target"], seed, {"avg3/linear": 0.30 + luck + 0.01 * (seed - 1)}, {}, "laptop")
     card = report.scorecard("laptop").set_index("id")
     pbt = card.loc["table3_pbt"]
-    assert pbt["verdict"] == "reproduced" and pbt["seeds"] == 3
+    # +4.9 pp on every seed, far above the paper's gain for PBT: its direction, at a size the paper's cannot be
+    assert pbt["verdict"] == "larger than claimed" and pbt["seeds"] == 3
     # per-seed differences 0.050, 0.049, 0.048: mean 4.90 pp; the spread is pooled over the three rows that ran
     # (3 rows x 3 seeds: 4 df) when Bartlett's test allows, the differences' own (sd 0.1 pp, 2 df) otherwise
     lucks = (0.0, 0.05, -0.03)
@@ -215,12 +216,15 @@ def test_claims_table_judges_a_notebooks_runs():
     assert bench.loc["table4_linear", "verdict"] == "opposite"
     match = bench.loc["table4_half_epochs"]
     assert match["verdict"] == "reproduced" and match["book_value"].endswith("at 1.20 vs 2.00 relative epochs")
-    assert chapter.claims_table(results, notebook="clustering").loc["table12_ari", "verdict"] == "smaller than claimed"
+    # ARI -0.001, 0, +0.001 per seed: inside the 0.01 practical margin, and the paper's +0.059 is not
+    assert chapter.claims_table(results, notebook="clustering").loc["table12_ari", "verdict"] == "no effect"
     timing = chapter.claims_table(results, notebook="efficiency")
-    assert timing.loc["fig9_kmeans_share", "book_value"] == "1.8%"  # 0.1 of 5.6 s of episode stages
-    assert timing.loc["fig9_kmeans_share", "verdict"] == "reproduced"  # within a factor of 2 of 2.3%
-    assert timing.loc["fig9_overhead", "book_value"] == "+20.0%"  # 6 s per epoch against CLIP's 5 s
-    assert timing.loc["fig9_overhead", "verdict"] == "reproduced"
+    # 0.1 of 5.6 s of episode stages: within a factor of 1.5 of the paper's 2.3%
+    assert timing.loc["fig9_kmeans_share", "book_value"].startswith("1.8% (")
+    assert timing.loc["fig9_kmeans_share", "verdict"] == "as claimed"
+    # 6 s per epoch against CLIP's 5 s: +20.0%, below two thirds of the paper's +34.8%, judged as a cost
+    assert timing.loc["fig9_overhead", "book_value"] == "+20.0% (0.57x the paper's)"
+    assert timing.loc["fig9_overhead", "verdict"] == "cheaper than claimed"
     # slower than CLIP: the match is the opposite whatever the accuracies
     for r in results[proto_half]:
         r["timings"]["training"] = 40.0
@@ -245,7 +249,8 @@ def test_scorecard_judges_stored_ablation_sweeps():
             )
     card = report.scorecard("smoke").set_index("id")
     soft = card.loc["fig6b_soft_target"]
-    assert soft["verdict"] == "reproduced" and soft["seeds"] == 3
+    # +2.0 pp on every seed (to 0.1 pp) against the paper's +1.58: entirely above the paper's effect
+    assert soft["verdict"] == "larger than claimed" and soft["seeds"] == 3
     assert soft["paper_value"] == "+1.58 pp (average linear probe)"
     assert card.loc["fig6a_episode", "verdict"] == "not run"
 

@@ -47,6 +47,59 @@ def test_the_drawings_are_named_in_the_data_folder_and_a_missing_build_names_its
         chapter.check_data(f"{REAL}/pairs.csv", [f"pairs:{REAL}/pairs.csv"], CLASSES)  # no folder task: no claim metric
 
 
+def test_on_your_own_pairs_the_class_data_defaults_to_the_first_folder_task(tmp_path, monkeypatch, capsys):
+    # the drawings are not built here: nothing on a reader's own pairs may read them unless a parameter names them
+    monkeypatch.setenv("VLP_DATA_DIR", str(tmp_path))
+    data = chapter.check_data(f"{REAL}/pairs.csv", TASKS)  # no class_data
+    assert data.class_data == TASKS[0]
+    note = capsys.readouterr().out
+    assert note.startswith("note: class_data") and TASKS[0] in note
+    assert not chapter.skipped(chapter.DEFAULT_VARIANTS, data)  # iCLIP and UniCL run on it
+    for v in ("iclip", "unicl"):  # the plan (validated configs, nothing trained): the task's train split
+        assert chapter.config(v, "smoke", 0, data).method_args.class_data["folder"].endswith("categories/train")
+    assert "train split" in chapter.inputs(data)["class-labelled images (iCLIP, UniCL)"]
+    # the notebook's parameters as papermill gives them: its default class_data is None, not the drawings' folder
+    assert chapter.check_data(f"{REAL}/pairs.csv", TASKS, None) == data
+    # on the drawings themselves the default stays their category folder
+    assert chapter.default_class_data(chapter.TRAIN_DATA, chapter.EVAL_TASKS, verbose=False) == chapter.CLASS_DATA
+
+
+def test_on_your_own_pairs_without_a_folder_task_the_class_data_is_asked_for_before_any_compute(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLP_DATA_DIR", str(tmp_path))  # the drawings not built: the error must not be theirs
+    with pytest.raises(ValueError, match=r"^class_data: .*-p class_data folder:PATH"):
+        chapter.check_data(f"{REAL}/pairs.csv", [f"pairs:{REAL}/pairs.csv"])
+    # eval_tasks left at its default (the drawings' tasks) names eval_tasks, not train_data
+    with pytest.raises(ValueError, match=r"^eval_tasks: .*make openclipart"):
+        chapter.check_data(f"{REAL}/pairs.csv")
+    # the drawings' folder named explicitly as class data names class_data
+    with pytest.raises(ValueError, match=r"^class_data: .*make openclipart"):
+        chapter.check_data(f"{REAL}/pairs.csv", TASKS, chapter.CLASS_DATA)
+    with pytest.raises(ValueError, match="class_data must be"):
+        chapter.check_data(f"{REAL}/pairs.csv", TASKS, 7)
+
+
+def test_the_notebook_on_your_own_pairs_checks_its_defaults_before_any_compute(tmp_path, monkeypatch, capsys):
+    """The drawings notebook's parameters and checking cells on a user's CSV and folder task, no class_data: they pass
+    with the folder task as the class data, training nothing."""
+    import json
+    from pathlib import Path
+
+    from vlp_lib import experiment
+
+    monkeypatch.setenv("VLP_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(experiment, "run", lambda *a, **k: pytest.fail("trained while checking the parameters"))
+    notebook = Path(__file__).resolve().parent.parent / "notebooks" / "drawings.ipynb"
+    cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+    index = next(i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", []))
+    namespace: dict = {}
+    exec("".join(cells[index]["source"]), namespace)
+    assert namespace["class_data"] is None  # the default names no data of the drawings
+    namespace.update(scale="smoke", train_data=f"{REAL}/pairs.csv", eval_tasks=TASKS)
+    exec("".join(cells[index + 1]["source"]), namespace)
+    assert namespace["data"].class_data == TASKS[0] and "iclip" in namespace["variants"]
+    assert TASKS[0] in capsys.readouterr().out
+
+
 def test_claims_read_the_first_folder_task_and_a_variant_not_run_says_why(data):
     assert chapter.claim_metric(chapter.DRAWINGS) == "category/linear"
     assert {"test_pairs/mean_recall", "subcategory/linear", "category/knn_macro"} <= set(
@@ -96,14 +149,26 @@ def test_the_paper_scale_runs_shipped_from_a_gpu_are_shown_against_clip_seed_by_
 
 
 def test_the_transfer_table_sets_each_ideas_verdict_on_real_drawings_beside_the_worlds(monkeypatch):
-    world = [
-        {"id": "H_protoclip_samples", "verdict": "inconclusive", "book_value": "-0.4 pp"},
-        {"id": "H_unicl_samples", "verdict": "no effect", "book_value": "+0.1 pp"},
-        {"id": "H_unicl_seconds", "verdict": "reproduced", "book_value": "+3.0 pp"},
-    ]
+    # the words at 5% FDR on both sides (the words the two pages state), never the words judged alone
+    world = pd.DataFrame(
+        [
+            {
+                "id": "H_protoclip_samples",
+                "verdict": "reproduced",
+                "verdict_fdr": "inconclusive",
+                "book_value": "-0.4 pp",
+            },
+            {"id": "H_unicl_samples", "verdict": "no effect", "verdict_fdr": "no effect", "book_value": "+0.1 pp"},
+            {"id": "H_unicl_seconds", "verdict": "reproduced", "verdict_fdr": "reproduced", "book_value": "+3.0 pp"},
+        ]
+    ).set_index("id")
     monkeypatch.setattr(chapter, "world_claims", lambda scale: world)
     drawings = pd.DataFrame(
-        {"verdict": ["inconclusive", "reproduced", None, "opposite"], "book_value": ["+0.2 pp", "+2.0 pp", "", ""]},
+        {
+            "verdict": ["reproduced", "reproduced", None, "opposite"],
+            "verdict_fdr": ["inconclusive", "reproduced", None, "opposite"],
+            "book_value": ["+0.2 pp", "+2.0 pp", "", ""],
+        },
         index=["D_protoclip", "D_unicl", "D_iclip", "D_not_a_variant"],
     )
     table = chapter.transfer_table(drawings)

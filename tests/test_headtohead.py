@@ -246,9 +246,21 @@ def test_claims_are_judged_on_stored_records(monkeypatch):
     results = {row: chapter.stored(row, "smoke", seeds, calibration) for row in rows}
     table = chapter.claims_table(results, notebook="headtohead")
     assert table.loc["H_protoclip_samples", "verdict"] == "reproduced"
-    assert "above CLIP: ProtoCLIP" in chapter.verdict_summary(table, "samples")
-    summary = chapter.summary_table(results, calibration, list(VARIANTS))
+    # the page states the words at 5% FDR (here over the page's own claims: the fake store has no other chapter's)
+    judged = report.with_fdr(table.reset_index().assign(primary=False)).set_index("id")
+    assert judged.loc["H_protoclip_samples", "verdict_fdr"] in ("reproduced", "inconclusive")
+    summary_line = chapter.verdict_summary(judged.assign(verdict_fdr="reproduced"), "samples")
+    assert "above CLIP: ProtoCLIP" in summary_line
+    assert "undecided at 5% FDR: ProtoCLIP" in chapter.verdict_summary(
+        judged.assign(verdict_fdr="inconclusive"), "samples"
+    )
+    summary = chapter.summary_table(results, calibration, list(VARIANTS), claims=judged)
     assert summary.loc["PyramidCLIP", "cost per step (x CLIP)"] == "2.00"
+    # the summary's gain at equal samples is the claim's: its mean, its (pooled) interval and its word at 5% FDR
+    line = judged.loc["H_protoclip_samples"]
+    assert summary.loc["ProtoCLIP", "gain at equal samples (pp)"] == (
+        f"{line['book_value']} {line['interval']} ({line['verdict_fdr']})"
+    )
     assert chapter.metric_table(results, list(VARIANTS), chapter.ZERO_SHOT).loc["TP_Postag (K = 50)"].iloc[0] == "—"
     # the curve: each variant's equal-samples point and its point at CLIP's seconds, one point where they coincide
     results.update({row: chapter.stored(row, "smoke", seeds, calibration) for row in [Row(CLIP, "seconds", 2.0)]})
@@ -292,22 +304,32 @@ REAL = Path(__file__).resolve().parent / "data" / "openclipart"
 REAL_TASK = f"folder:{REAL / 'categories'}"
 
 
-def test_on_real_pairs_every_variant_that_can_run_gets_a_config_on_them():
+def test_on_real_pairs_every_variant_that_can_run_gets_a_config_on_them(capsys):
     data = chapter.check_data(str(REAL / "pairs.csv"), [REAL_TASK])
+    # class_data not given: iCLIP and UniCL take the folder task's train split, said in a note; the ROI terms
+    # cannot run without boxes, and say why
+    assert data.class_data == REAL_TASK and REAL_TASK in capsys.readouterr().out
     left_out = chapter.skipped(list(VARIANTS), data)
-    # without class data iCLIP and UniCL cannot run, nor the ROI terms without boxes: each says why
-    assert set(left_out) == {"pyramidclip", "iclip", "unicl"} and all(left_out.values())
+    assert set(left_out) == {"pyramidclip"} and all(left_out.values())
+    # without a folder task (the world's avg3 tasks) there is no class data to take: iCLIP and UniCL are skipped,
+    # naming the parameters that would give them some
+    without = chapter.check_data(str(REAL / "pairs.csv"))
+    reasons = chapter.skipped(list(VARIANTS), without)
+    assert set(reasons) == {"pyramidclip", "iclip", "unicl"}
+    assert "class_data" in reasons["iclip"] and "eval_tasks" in reasons["iclip"]
     sizes = chapter.sizes_on("smoke", data)
     assert sizes["train_size"] == 512 and sizes["episode_size"] % sizes["batch_size"] == 0
     for name in set(VARIANTS) - set(left_out):
         config = chapter.config(chapter.run_of(name, chapter.unit_episodes("smoke", data)), "smoke", 0, data)
         assert config.train_data == str(REAL / "pairs.csv") and list(config.eval.tasks) == [REAL_TASK]
+        if config.method in ("iclip", "unicl"):  # the folder task's train split (its test split stays the test)
+            assert config.method_args.class_data["folder"].endswith("categories/train")
     with_classes = chapter.check_data(str(REAL / "pairs.csv"), [REAL_TASK], f"folder:{REAL / 'categories' / 'train'}")
     assert set(chapter.skipped(list(VARIANTS), with_classes)) == {"pyramidclip"}
 
 
 def test_on_real_pairs_the_claims_read_the_headline_task_or_say_why_not():
-    data = chapter.check_data(str(REAL / "pairs.csv"), [REAL_TASK])
+    data = lineup.check_data(str(REAL / "pairs.csv"), [REAL_TASK])  # no class data: iCLIP's claims cannot run
     claims = {c.id: c for c in chapter.claims_on("smoke", data)}
     assert claims["H_protoclip_samples"].metric == "categories/linear"
     assert "linear probe on categories" in claims["H_protoclip_samples"].text

@@ -102,6 +102,27 @@ def assert_figures_are_pngs(executed) -> None:
         if "<Figure size" in "".join(out.get("data", {}).get("text/plain", ""))
     ]
     assert all("image/png" in data for data in figures), "every displayed figure reaches the page as a PNG"
+    images = [
+        out for cell in executed["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})
+    ]
+    no_alt = [out for out in images if not out.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert not no_alt, f"{len(no_alt)} figure(s) shown without an alt text (vlp_lib.book.plots.show)"
+
+
+# what shows a figure in a notebook without its alt text: pyplot's show, IPython's display of a figure, a figure as a
+# cell's last expression (Jupyter's own display)
+BARE_FIGURE = re.compile(r"plt\.show\(\)|display\((fig\b|plots\.)|^fig\s*$", re.M)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_figure_is_shown_with_its_alt_text(path):
+    """Every figure a notebook draws is shown by ``plots.show(fig, alt)``, its alt text (a sentence saying what it
+    shows) written beside the code that draws it, so that the page's image describes itself instead of naming its
+    file; the executed notebooks are checked too (``assert_figures_are_pngs``)."""
+    for cell in json.loads(path.read_text())["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            assert not BARE_FIGURE.search(source), f"{path.name}: a figure shown without alt text:\n{source}"
 
 
 @pytest.mark.notebooks

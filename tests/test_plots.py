@@ -154,3 +154,100 @@ def test_recipe_curve(tmp_path):
     assert_png(tmp_path / "recipe.png")
     with pytest.raises(ValueError, match="nothing to plot"):
         plots.recipe_curve({}, {})
+
+
+def _bars() -> pd.DataFrame:
+    return pd.DataFrame({"group": ["a", "b", "c"], "label": ["x"] * 3, "mean": [40.0, 50.0, 45.0], "std": [1, 2, 1]})
+
+
+def _dashed(ax) -> list:
+    return [line for line in ax.lines if line.get_gid() == "chance"]
+
+
+def test_bar_with_error_names_its_x_axis_and_draws_chance():
+    fig = plots.bar_with_error(_bars(), ylabel="accuracy (%)", xlabel="episode size (pairs)", chance=12.5)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "episode size (pairs)" and ax.get_ylabel() == "accuracy (%)"
+    (line,) = _dashed(ax)
+    assert set(line.get_ydata()) == {12.5}
+    assert "chance" in [t.get_text() for t in ax.get_legend().get_texts()]
+    # groups of different metrics: a segment over each group named, one legend entry
+    fig = plots.bar_with_error(_bars(), ylabel="accuracy (%)", chance={"a": 10.0, "c": 25.0, "not a group": 5.0})
+    ax = fig.axes[0]
+    segments = [s for c in ax.collections if c.get_gid() == "chance" for s in c.get_segments()]
+    assert sorted(float(s[0][1]) for s in segments) == [10.0, 25.0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()].count("chance") == 1
+    # no chance level known: no line, no legend entry
+    ax = plots.bar_with_error(_bars(), chance=None).axes[0]
+    assert not _dashed(ax) and "chance" not in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_every_library_figure_labels_its_axes():
+    history = [{"step": s, "loss": 1.0 / (s + 1)} for s in range(5)]
+    assert all(ax.get_ylabel() for ax in plots.loss_curve(history).axes)
+    assert plots.loss_curve(history).axes[-1].get_xlabel()
+    ax = plots.confusion_matrix([0, 1, 1], [0, 1, 0], ["a", "b"]).axes[0]
+    assert ax.get_xlabel() == "predicted class" and ax.get_ylabel() == "true class"
+    feats, labels = blobs(5, 2)
+    ax = plots.embedding_scatter(feats, labels, ["a", "b"], method="mds").axes[0]
+    assert "no units" in ax.get_xlabel() and "no units" in ax.get_ylabel()
+    table = pd.DataFrame({"true": [0.9, 0.5], "colour": [1.0, 0.4], "n": [10, 10]}, index=["none", "simclr"])
+    ax = plots.consistency_bars(table).axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_a_figure_is_shown_with_its_alt_text(capsys):
+    import base64
+
+    fig = plots.bar_with_error(_bars(), ylabel="accuracy (%)")
+    shown = plots.AltFigure(fig, "Bar chart: accuracy per   group,\\n chance dashed.")
+    data, metadata = shown._repr_mimebundle_()
+    assert base64.b64decode(data["image/png"]).startswith(PNG_MAGIC)
+    # the alt text, on one line, as the output's plain text and in its image metadata (what the book's build reads)
+    assert data["text/plain"] == metadata["image/png"]["alt"] == "Bar chart: accuracy per group,\\n chance dashed."
+    with pytest.raises(ValueError, match="alt"):
+        plots.AltFigure(fig, "  ")
+    with pytest.raises(TypeError, match="Figure"):
+        plots.AltFigure("figure.png", "a figure")  # type: ignore[arg-type]
+    plots.show(fig, "Bar chart: shown outside a notebook")  # IPython's display prints the plain text there
+    assert "Bar chart: shown outside a notebook" in capsys.readouterr().out
+
+
+def test_the_book_build_gives_each_notebook_image_its_alt_text():
+    """The Sphinx side (``plots.setup``): a notebook's image output with an alt text in its metadata gives the image
+    node of its file (myst-nb names it by the PNG's sha256) that alt text; an image without one, or with its own, is
+    left as it is."""
+    import hashlib
+
+    from docutils import nodes
+
+    fig = plots.bar_with_error(_bars(), ylabel="accuracy (%)")
+    data, metadata = plots.AltFigure(fig, "Bar chart: three groups")._repr_mimebundle_()
+    other, _ = plots.AltFigure(
+        plots.loss_curve([{"step": 0, "loss": 1.0}, {"step": 1, "loss": 0.5}]), "x"
+    )._repr_mimebundle_()
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "source": "# page"},
+            {"cell_type": "code", "outputs": [{"output_type": "display_data", "data": data, "metadata": metadata}]},
+            {"cell_type": "code", "outputs": [{"output_type": "display_data", "data": other, "metadata": {}}]},
+        ]
+    }
+    alts = plots.alt_texts(notebook)
+    digest = hashlib.sha256(base64_bytes(data["image/png"])).hexdigest()
+    assert alts == {digest: "Bar chart: three groups"}
+    doctree = nodes.section()
+    shown = nodes.image(uri=f"../_build/jupyter_execute/{digest}.png")
+    without = nodes.image(
+        uri="../_build/jupyter_execute/" + hashlib.sha256(base64_bytes(other["image/png"])).hexdigest() + ".png"
+    )
+    own = nodes.image(uri=f"{digest}.png", alt="its own")
+    doctree += [shown, without, own]
+    assert plots.set_alt_texts(doctree, alts) == 1
+    assert shown["alt"] == "Bar chart: three groups" and "alt" not in without and own["alt"] == "its own"
+
+
+def base64_bytes(text) -> bytes:
+    import base64
+
+    return base64.b64decode("".join(text) if isinstance(text, list) else text)

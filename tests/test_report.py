@@ -199,8 +199,10 @@ def test_claims_view_fits_a_claims_table_into_fewer_wider_columns():
                 "book_value": "+0.50 pp",
                 "interval": "[-1.64, +2.14] pp",
                 "df": "14 pooled",
-                "verdict": "inconclusive",
-                "p": 0.123456,
+                "verdict": "reproduced",
+                "verdict_fdr": "inconclusive",
+                "p": 0.023456,
+                "q": 0.0612,
                 "mde": "2.65 pp",
                 "seeds_needed": "7",
                 "notebook": "x",
@@ -215,7 +217,9 @@ def test_claims_view_fits_a_claims_table_into_fewer_wider_columns():
                 "interval": "",
                 "df": "",
                 "verdict": "not run",
+                "verdict_fdr": "not run",
                 "p": float("nan"),
+                "q": float("nan"),
                 "mde": "",
                 "seeds_needed": "",
                 "notebook": "x",
@@ -223,11 +227,17 @@ def test_claims_view_fits_a_claims_table_into_fewer_wider_columns():
             },
         ]
     ).set_index("id")
+    with pytest.raises(ValueError, match="book_fdr"):  # a page states the book's word: judged across the book
+        report.claims_view(claims.drop(columns=["verdict_fdr", "q"]))
     view = report.claims_view(claims)
     assert list(view.columns) == list(report.CLAIMS_VIEW.values()) and list(view.index) == ["a", "b"]
     assert view.loc["a", "claim (source)"] == "A helps (Table 3)"
     assert view.loc["a", "95% interval (df)"] == "[-1.64, +2.14] pp (df 14, pooled)"
-    assert view.loc["a", "p"] == "0.1235" and view.loc["b", "p"] == "—" and view.loc["b", "95% interval (df)"] == ""
+    assert view.loc["a", "p / q"] == "0.0235 / 0.0612" and view.loc["b", "p / q"] == "—"
+    assert view.loc["b", "95% interval (df)"] == ""
+    # the verdict at 5% FDR, with the word judged alone beside it, named as such, where the two differ
+    assert view.loc["a", "verdict at 5% FDR"] == "inconclusive (alone: reproduced)"
+    assert view.loc["b", "verdict at 5% FDR"] == "not run"
     assert report.interval_text("[-1.0, +1.0] pp", "2") == "[-1.0, +1.0] pp (df 2)"
     # the book's own claims: no paper column, the claim without its source
     own = report.claims_view(claims, paper=False)

@@ -19,8 +19,8 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
 - ``"noninferiority"``: ``better`` is not below ``reference`` by more than ``margin`` (``noninferiority_verdict``);
 - ``"match"``: ``better`` matches ``reference`` in less time: non-inferiority with ``margin`` and fewer
   ``relative_epochs`` (``MATCH_RULE``);
-- ``"timing"``: a measured share or overhead of ``better``'s time over ``reference`` (``metric``: a key of
-  ``TIMING_MEASURES``) within a factor of 2 of ``paper_effect`` (``TIMING_RULE``);
+- ``"timing"``: a cost claim, a measured share or overhead of ``better``'s time over ``reference`` (``metric``: a
+  key of ``TIMING_MEASURES``) against ``paper_effect`` (``report.COST_RULE``: cheaper / as / dearer than claimed);
 - ``"correlation"``: Spearman's rho between ``better``'s per-class values ``keys`` and ``reference``'s, per seed:
   reproduced when rho > 0 in every seed, opposite when rho < 0 in every seed; with a ``control`` row,
   rho(reference) - rho(control) per seed by VERDICT_RULE;
@@ -48,10 +48,16 @@ import numpy as np
 import pandas as pd
 
 from vlp_lib.book import stats
-from vlp_lib.book.report import BEST_OF_RULE as BEST_OF_RULE  # the chapters read the rules here too
-from vlp_lib.book.report import EVERY_RULE as EVERY_RULE
 from vlp_lib.book.report import (
+    AS_CLAIMED,
+    CHEAPER,
+    COST_FACTOR,
+    COST_RULE,
+    DEARER,
+    HOLDS,
     NO_EFFECT_MARGIN,
+    OPPOSITE,
+    OPPOSITE_WITHIN,
     SCORECARD_COLUMNS,
     SEED_BUDGET,
     PairedTest,
@@ -67,6 +73,8 @@ from vlp_lib.book.report import (
     seed_values,
     seeds_text,
 )
+from vlp_lib.book.report import BEST_OF_RULE as BEST_OF_RULE  # the chapters read the rules here too
+from vlp_lib.book.report import EVERY_RULE as EVERY_RULE
 from vlp_lib.book.report import SWEEP_RULE as SWEEP_RULE
 
 KINDS = (
@@ -90,10 +98,32 @@ CORRELATION_RULE = (
     "positive), opposite when it finds rho < 0; with a control row, rho minus the control's rho per seed by "
     "VERDICT_RULE. 'In every draw' checks: the same sign test over the evaluations."
 )
-TIMING_RULE = (
-    "Timing claims: reproduced when the book's value is within a factor of 2 of the paper's, not "
-    "reproduced otherwise (a measured share of time, no interval)."
-)
+TIMING_RULE = COST_RULE  # the chapters read the rules here too
+RAW_MARGINS = {"/ari": 0.01, "/ami": 0.01}  # metric suffix -> practical margin of a raw (not percent) metric
+
+
+def practical_margin(claim: Claim) -> float | None:
+    """The claim's practical margin in its metric's units (``report.VERDICT_RULE``): its own ``margin`` where it
+    states one, else ``NO_EFFECT_MARGIN`` (1 pp) for a metric shown in percent or ``RAW_MARGINS`` by the metric's
+    suffix; ``None`` where none is stated (no "no effect", every significant reverse is "opposite")."""
+    if claim.margin is not None:
+        return claim.margin
+    if claim.percent:
+        return NO_EFFECT_MARGIN
+    return next((m for suffix, m in RAW_MARGINS.items() if claim.metric.endswith(suffix)), None)
+
+
+def cost_verdict(value: float, paper: float) -> str:
+    """``report.COST_RULE``: "cheaper than claimed", "as claimed" or "dearer than claimed" for a measured cost
+    ``value`` against the paper's ``paper`` (both > 0 for a factor to mean anything; a cost at or below 0 against a
+    positive claim is cheaper, and a claim of 0 cost is as claimed only at 0 or less)."""
+    if not (np.isfinite(value) and np.isfinite(paper)):
+        raise ValueError(f"a cost verdict needs finite numbers, got {value!r} against {paper!r}")
+    if paper <= 0:
+        return AS_CLAIMED if value <= paper else DEARER
+    if value > COST_FACTOR * paper:
+        return DEARER
+    return CHEAPER if value < paper / COST_FACTOR else AS_CLAIMED
 
 
 @dataclass(frozen=True)
@@ -303,8 +333,8 @@ def tested(
 ) -> PairedTest:
     """``paired_test`` of a claim's per-seed differences, on the pooled variance where ``POOLING_RULE`` allows
     (the pool usable, spanning the contrast's rows, on exactly the differences' seeds), with the claim's "no
-    effect" margin (``NO_EFFECT_MARGIN`` for percent metrics)."""
-    margin = NO_EFFECT_MARGIN if claim.percent else None
+    effect" margin (``practical_margin``)."""
+    margin = practical_margin(claim)
     pooled = None
     if pool is not None and coefficients is not None:
         table, rows = pool
@@ -314,10 +344,16 @@ def tested(
 
 
 def _pairwise(
-    claim: Claim, results: Mapping[Any, Sequence[dict]], pool: Any, better: Hashable, reference: Hashable
+    claim: Claim,
+    results: Mapping[Any, Sequence[dict]],
+    pool: Any,
+    better: Hashable,
+    reference: Hashable,
+    paper_effect: float | None = None,
 ) -> PairedTest:
     d = record_differences(results[better], results[reference], claim.metric)
-    return tested(claim, d, contrast(replace(claim, kind="direction", minus=None), better, reference), pool)
+    coefficients = contrast(replace(claim, kind="direction", minus=None), better, reference)
+    return tested(claim, d, coefficients, pool, paper_effect)
 
 
 def compared_rows(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> tuple[Hashable, Hashable]:
@@ -423,7 +459,7 @@ def effect_scales(claim: Claim, results: Mapping[Any, Sequence[dict]], d: np.nda
     parts = []
     for scale, effect in effects.items():
         if np.isfinite(effect):
-            verdict = paired_test(d, effect, margin=NO_EFFECT_MARGIN, pooled=pooled).verdict
+            verdict = paired_test(d, effect, margin=practical_margin(claim), pooled=pooled).verdict
             parts.append(f"{scale} {100 * effect:+.2f} pp: {verdict}")
     return "; ".join(parts)
 
@@ -493,38 +529,53 @@ def _sign_test(values: Sequence[float] | np.ndarray) -> tuple[str, float]:
     return "inconclusive", p
 
 
+def _comparisons(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], pool: Any
+) -> tuple[str, float, list[PairedTest], list[tuple[Hashable, Hashable]], int]:
+    """An "every" or "best_of" claim's pairwise tests: (verdict, p, the tests, their (better, reference) rows, the
+    index of the comparison that decides: ``EVERY_RULE`` / ``BEST_OF_RULE``)."""
+    every = claim.kind == "every" or claim.better is not None  # "better is the best value": it beats every other
+    if every:
+        pairs = [
+            (claim.better, row) if claim.better is not None else (row, claim.reference) for row in claim.candidates
+        ]
+    else:
+        pairs = [(row, claim.reference) for row in claim.candidates]
+    tests = [_pairwise(claim, results, pool, *pair) for pair in pairs]
+    if every and claim.paper_effect is not None:  # planned at the paper's effect, where it states one (else the margin)
+        tests = [replace(t, seeds_needed=stats.planned_seeds(t.std, claim.paper_effect, rows=t.rows)) for t in tests]
+    verdict, p, decides = every_test(tests, practical_margin(claim)) if every else best_of_test(tests)
+    return verdict, p, tests, pairs, decides
+
+
+def decisive_comparison(
+    claim: Claim, results: Mapping[Any, Sequence[dict]], pool_rows: Sequence[Hashable] | None = None
+) -> tuple[PairedTest, Hashable, Hashable]:
+    """The paired test a claim's line shows, with its (better, reference) rows: for "every" and "best_of" claims the
+    comparison that decides (the weakest, the opposite one, the best), for the others ``claim_test``'s. So a table
+    beside the line never shows another comparison's numbers."""
+    if claim.kind in ("every", "best_of"):
+        _, _, tests, pairs, decides = _comparisons(claim, results, claim_pool(claim, results, pool_rows))
+        return tests[decides], *pairs[decides]
+    better, reference = compared_rows(claim, results) if claim.kind != "interaction" else (None, None)
+    return claim_test(claim, results, pool_rows), better, reference
+
+
 def _judge_every(
     claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any], pool: Any
 ) -> dict[str, Any]:
-    def pair(row: Hashable) -> tuple[Hashable, Hashable]:
-        return (claim.better, row) if claim.better is not None else (row, claim.reference)
-
-    rows = list(claim.candidates)
-    tests = [_pairwise(claim, results, pool, *pair(row)) for row in rows]
-    if claim.paper_effect is not None:  # planned at the paper's effect, where it states one (else at the margin)
-        tests = [replace(t, seeds_needed=stats.planned_seeds(t.std, claim.paper_effect, rows=t.rows)) for t in tests]
-    verdict, p, decides = every_test(tests)
+    verdict, p, tests, pairs, decides = _comparisons(claim, results, pool)
     test = tests[decides]
-    reproduced = sum(t.verdict.startswith("reproduced") for t in tests)
+    rows = list(claim.candidates)
     line.update(format_test(test, claim.percent), seeds=test.n, verdict=verdict, p=p)
-    what = "the opposite one" if verdict == "opposite" else "weakest"
+    if claim.kind == "best_of" and claim.better is None:
+        line["book_value"] += f" (best: {_label(rows[decides])}; Bonferroni over {len(rows)})"
+        return _mark(line, test)
+    reproduced = sum(t.verdict in HOLDS for t in tests)
+    what = "the opposite one" if verdict in (OPPOSITE, OPPOSITE_WITHIN) else "weakest"
     line["book_value"] = (
         f"{reproduced} of {len(tests)} reproduced; {what} {_label(rows[decides])}: {line['book_value']}"
     )
-    return _mark(line, test)
-
-
-def _judge_best_of(
-    claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict[str, Any], pool: Any
-) -> dict[str, Any]:
-    if claim.better is not None:  # "better is the best value": it beats every other
-        return _judge_every(replace(claim, kind="every"), results, line, pool)
-    rows = list(claim.candidates)
-    tests = [_pairwise(claim, results, pool, row, claim.reference) for row in rows]
-    verdict, p, decides = best_of_test(tests)
-    test = tests[decides]
-    line.update(format_test(test, claim.percent), seeds=test.n, verdict=verdict, p=p)
-    line["book_value"] += f" (best: {_label(rows[decides])}; Bonferroni over {len(rows)})"
     return _mark(line, test)
 
 
@@ -537,16 +588,11 @@ def _judge_sweep(
             raise ValueError(f"claim {claim.id}: {name} {value!r} is not a grid value of {list(per_setting)}")
     means = {v: float(np.mean(seed_values(results[r], claim.metric))) for v, r in per_setting.items()}
     best = max(means, key=lambda v: means[v])
-    test = _pairwise(claim, results, pool, per_setting[claim.paper_best], per_setting[claim.endpoint])
+    best_row, end_row = per_setting[claim.paper_best], per_setting[claim.endpoint]
+    test = _pairwise(claim, results, pool, best_row, end_row, claim.paper_effect)
     if claim.percent:
         line["eval_noise"] = noise_text(results[per_setting[claim.endpoint]], claim.metric, test)
-    verdict = (
-        "opposite"
-        if test.verdict == "opposite"
-        else "reproduced"
-        if test.verdict.startswith("reproduced")
-        else "inconclusive"
-    )
+    verdict = test.verdict  # no paper effect on a sweep: reproduced, no effect (flat), opposite (within the margin)
     line.update(format_test(test, claim.percent), seeds=test.n, verdict=verdict)
     if verdict == "inconclusive":
         line["p"] = min(1.0, 2 * min(test.one_sided(0.0, True), test.one_sided(0.0, False)))
@@ -570,7 +616,7 @@ def _judge_correlation(claim: Claim, results: Mapping[Any, Sequence[dict]], line
         )
         return line
     control = rank_correlations(results[claim.better], results[claim.control], claim.keys)
-    test = paired_test(paired_differences(rho, control))
+    test = paired_test(paired_differences(rho, control), margin=practical_margin(claim))
     line.update(format_test(test, percent=False), verdict=test.verdict, seeds=test.n)
     line["book_value"] = (
         f"{line['book_value']} (rho {_label(claim.reference).split(' ')[0]} "
@@ -610,21 +656,22 @@ def judge(
     pool = claim_pool(claim, results, pool_rows)
     if claim.kind == "sweep":
         return _judge_sweep(claim, results, line, pool)
-    if claim.kind == "every":
+    if claim.kind in ("every", "best_of"):
         return _judge_every(claim, results, line, pool)
-    if claim.kind == "best_of":
-        return _judge_best_of(claim, results, line, pool)
     if claim.kind == "correlation":
         return _judge_correlation(claim, results, line)
     if claim.kind == "timing":
         a, b = results[claim.better], results[claim.reference]
         measure, text = TIMING_MEASURES[claim.metric]
         value = measure(list(a), list(b))
-        ratio = value / claim.paper_effect if claim.paper_effect else float("nan")
+        if claim.paper_effect is None:
+            raise ValueError(f"claim {claim.id}: a cost claim needs the paper's number (paper_effect)")
+        verdict = cost_verdict(value, claim.paper_effect)
+        ratio = value / claim.paper_effect if claim.paper_effect > 0 else float("nan")
         line.update(
-            book_value=text.format(100 * value),
+            book_value=text.format(100 * value) + (f" ({ratio:.2f}x the paper's)" if np.isfinite(ratio) else ""),
             seeds=len(a),
-            verdict="reproduced" if 0.5 <= ratio <= 2 else "not reproduced",
+            verdict=verdict,
         )
         return line
     d = claim_differences(claim, results)

@@ -287,7 +287,10 @@ def skipped(variants: Sequence[str], data: Data = WORLD) -> dict[str, str]:
         if variant.method == "pyramidclip" and "rs" in dict(kwargs["weights"]):
             out[v] = "its ROI terms need each image's object boxes from a detector: real pairs have none here"
         elif variant.method in ("iclip", "unicl") and data.class_data == "world":
-            out[v] = "it needs class-labelled images beside the real pairs: pass class_data='folder:PATH'"
+            out[v] = (
+                "it needs class-labelled images beside the real pairs: pass class_data='folder:PATH', or name an "
+                "image-folder task in eval_tasks (its train split is then the class data)"
+            )
     return out
 
 

@@ -4,18 +4,29 @@ Every function builds a ``matplotlib.figure.Figure`` directly (not through ``pyp
 state accumulates across a notebook's loops, and returns it; Jupyter displays a returned Figure once.
 ``path`` saves a PNG at 150 dpi atomically (written next to the target, then renamed), so a crashed run
 never leaves a half-written figure for the book to pick up. The look is set in one place: ``STYLE``.
+
+**Alt text.** A notebook shows a figure with ``show(fig, alt)`` (``AltFigure``): the PNG as Jupyter's inline backend
+renders it, with ``alt``, a sentence saying what the figure shows, in the output's metadata (``"image/png": {"alt":
+...}``) and as its plain-text form. myst-nb takes an image's alt text only from cell metadata (one for all the cell's
+images), so this module is also a Sphinx extension (``setup``, listed in ``_config.yml``): when the book is built,
+each notebook image whose output carries an alt text gets it as its HTML ``alt`` attribute, instead of the image's
+file path.
 """
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import functools
+import hashlib
 import inspect
+import json
 import os
+import sys
 import tempfile
 import textwrap
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib as mpl
@@ -23,6 +34,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.rcsetup import cycler  # what mpl.cycler is (its stub does not re-export it)
 
@@ -110,6 +122,111 @@ def _finish(fig: Figure, path: str | os.PathLike | None) -> Figure:
     return fig
 
 
+# --------------------------------------------------------------------------------------------------------------
+# showing a figure with its alt text
+
+ALT_KEY = "alt"  # the key of an image output's metadata that carries its alt text
+CHANCE_STYLE: dict[str, Any] = {"color": "0.15", "linestyle": "--", "linewidth": 1.0, "gid": "chance"}  # one look
+CHANCE_LABEL = "chance"
+
+
+class AltFigure:
+    """``fig`` as Jupyter displays it, with ``alt`` (what the figure shows, in words) for a reader who cannot see it:
+    the PNG the inline backend would render (``IPython.core.pylabtools.print_figure``), ``alt`` in the output's
+    metadata (``{"image/png": {"alt": alt}}``, which the book's build turns into the HTML ``alt``: ``setup``) and
+    as the output's plain text (instead of "<Figure size ...>")."""
+
+    def __init__(self, fig: Figure, alt: str) -> None:
+        if not isinstance(fig, Figure):
+            raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+        if not isinstance(alt, str) or not alt.strip():
+            raise ValueError("alt must be a sentence saying what the figure shows, got an empty one")
+        self.fig, self.alt = fig, " ".join(alt.split())
+
+    def png(self) -> str:
+        """The figure as the inline backend renders it: a base64 PNG (tight bounding box, the figure's dpi)."""
+        from IPython.core.pylabtools import print_figure
+
+        return str(print_figure(self.fig, "png", base64=True))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
+        return {"image/png": self.png(), "text/plain": self.alt}, {"image/png": {ALT_KEY: self.alt}}
+
+    def __repr__(self) -> str:
+        return self.alt
+
+
+def show(fig: Figure, alt: str) -> None:
+    """Display ``fig`` with its alt text (``AltFigure``); a figure made through ``pyplot`` is closed after, so that
+    the inline backend does not show it a second time at the end of the cell."""
+    from IPython.display import display
+
+    shown = AltFigure(fig, alt)
+    display(shown)
+    if "matplotlib.pyplot" in sys.modules and getattr(fig.canvas, "manager", None) is not None:
+        sys.modules["matplotlib.pyplot"].close(fig)
+
+
+def chance_line(ax: Any, chance: float | None, label: str = CHANCE_LABEL, vertical: bool = False) -> None:
+    """A dashed line at ``chance`` (the axis' units: a percent axis takes percent), labelled for the legend; none
+    where ``chance`` is ``None`` or not finite."""
+    if chance is None or not np.isfinite(chance):
+        return
+    (ax.axvline if vertical else ax.axhline)(chance, label=label, zorder=1.5, **CHANCE_STYLE)
+
+
+def alt_texts(notebook: Mapping[str, Any]) -> dict[str, str]:
+    """``{sha256 of the PNG's bytes: alt text}`` of every image output of ``notebook`` (nbformat 4 JSON) that carries
+    one (``AltFigure``): myst-nb names an image output's file by that hash."""
+    out: dict[str, str] = {}
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            alt = (output.get("metadata") or {}).get("image/png", {}).get(ALT_KEY)
+            png = (output.get("data") or {}).get("image/png")
+            if not alt or not png:
+                continue
+            try:
+                data = binascii.a2b_base64("".join(png) if isinstance(png, list) else png)
+            except binascii.Error:
+                continue
+            out[hashlib.sha256(data).hexdigest()] = str(alt)
+    return out
+
+
+def set_alt_texts(doctree: Any, alts: Mapping[str, str]) -> int:
+    """Give every image node of ``doctree`` whose file is named by a hash of ``alts`` (myst-nb's notebook outputs) its
+    alt text, unless it has one; the number of images given one."""
+    from docutils import nodes
+
+    given = 0
+    for node in doctree.findall(nodes.image):
+        alt = alts.get(PurePosixPath(str(node.get("uri", ""))).stem)
+        if alt and not node.get("alt"):
+            node["alt"] = alt
+            given += 1
+    return given
+
+
+def _alt_texts_on_read(app: Any, doctree: Any) -> None:
+    source = app.env.doc2path(app.env.docname)
+    if not str(source).endswith(".ipynb"):
+        return
+    try:
+        notebook = json.loads(open(source, encoding="utf-8").read())
+    except (OSError, ValueError):
+        return
+    alts = alt_texts(notebook)
+    if alts:
+        set_alt_texts(doctree, alts)
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """The Sphinx extension (``_config.yml``'s ``sphinx.extra_extensions``): every notebook image shown by ``show``
+    gets its alt text in the built page."""
+    app.connect("doctree-read", _alt_texts_on_read)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
 def _to_numpy(x: Any) -> np.ndarray:
     if hasattr(x, "detach"):  # torch tensor, without importing torch here
         x = x.detach().cpu().numpy()
@@ -144,16 +261,16 @@ def loss_curve(history: Sequence[dict[str, Any]] | pd.DataFrame, path: str | os.
     axes[0].plot(loss["step"], loss["loss"], color="C0", alpha=0.3, linewidth=0.8, label="loss")
     if len(loss) > 2:
         axes[0].plot(loss["step"], _smooth(loss["loss"]), color="C0", linewidth=1.8, label="smoothed")
-    axes[0].set_ylabel("loss")
+    axes[0].set_ylabel("training loss (nats)")
     axes[0].legend(loc="upper right")
-    labels = {"logit_scale": "logit scale", "lr": "learning rate"}
+    labels = {"logit_scale": "logit scale (1/τ)", "lr": "learning rate (per step)"}
     for ax, key, color in zip(axes[1:], extras, ("C1", "C2")):
         values = df[["step", key]].dropna()
         ax.plot(values["step"], values[key], color=color, linewidth=1.4)
         ax.set_ylabel(labels[key])
         if key == "lr":
             ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
-    axes[-1].set_xlabel("step")
+    axes[-1].set_xlabel("optimisation step (batches)")
     return _finish(fig, path)
 
 
@@ -196,8 +313,8 @@ def confusion_matrix(
     ticks = np.arange(n)
     ax.set_xticks(ticks, labels=classnames, rotation=60, ha="right", rotation_mode="anchor")
     ax.set_yticks(ticks, labels=classnames)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("true")
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("true class")
     if n <= 20:
         threshold = values.max() / 2 if values.size else 0
         for i in range(n):
@@ -298,7 +415,10 @@ def embedding_scatter(
     ax.set_xticks([])
     ax.set_yticks([])
     ax.spines[:].set_visible(False)  # 2-D embedding axes have no units
-    ax.set_title(title or f"{method.upper() if method != 'tsne' else 't-SNE'} of {len(idx)} points")
+    name = method.upper() if method != "tsne" else "t-SNE"
+    ax.set_xlabel(f"{name} dimension 1 (no units)")
+    ax.set_ylabel(f"{name} dimension 2 (no units)")
+    ax.set_title(title or f"{name} of {len(idx)} points")
     return _finish(fig, path)
 
 
@@ -348,13 +468,17 @@ def bar_with_error(
     path: str | os.PathLike | None = None,
     title: str | None = None,
     ylabel: str | None = None,
+    xlabel: str | None = None,
+    chance: float | Mapping[Any, float] | None = None,
 ) -> Figure:
     """Grouped bars: ``mean`` +- ``std`` for each ``label`` within each ``group``, the paper's value beside.
 
     ``table`` has columns ``group`` (x-axis clusters, e.g. a data set), ``label`` (a bar colour, e.g. a
     method), ``mean``, optionally ``std`` (error bar) and ``paper`` (the value the paper reports). Where
     ``paper`` is present, an outlined, hatched bar of the same colour stands right of "this book"'s bar.
-    Groups and labels keep their order of first appearance.
+    Groups and labels keep their order of first appearance. ``xlabel`` names what the groups are (the swept
+    hyper-parameter, the metric); ``chance``, in the bars' units, draws a dashed line labelled "chance": one number
+    across the whole axis, or ``{group: level}`` a segment over each group named (groups of different metrics).
     """
     missing = {"group", "label", "mean"} - set(table.columns)
     if missing:
@@ -388,15 +512,28 @@ def bar_with_error(
             )
     ax.set_xticks(np.arange(len(groups)), labels=[str(g) for g in groups])
     ax.set_xlim(-0.6, len(groups) - 0.4)
-    handles = [Patch(color=colors[lab], label=str(lab)) for lab in labels]
+    handles: list[Any] = [Patch(color=colors[lab], label=str(lab)) for lab in labels]
     if has_paper:
         handles += [
             Patch(facecolor="grey", label="this book"),
             Patch(facecolor="none", edgecolor="grey", hatch="///", label="paper"),
         ]
+    if isinstance(chance, Mapping):  # a segment over each group named: groups of different metrics
+        spans = [(groups.index(g), v) for g, v in chance.items() if g in groups and v is not None and np.isfinite(v)]
+        for i, level in spans:
+            ax.hlines(level, i - 0.45, i + 0.45, zorder=2.5, **CHANCE_STYLE)
+        drawn = bool(spans)
+    else:
+        drawn = chance is not None and bool(np.isfinite(chance))
+        if chance is not None and drawn:
+            ax.axhline(chance, zorder=2.5, **CHANCE_STYLE)
+    if drawn:
+        handles.append(Line2D([], [], label=CHANCE_LABEL, **CHANCE_STYLE))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if ylabel:
         ax.set_ylabel(ylabel)
+    if xlabel:
+        ax.set_xlabel(xlabel)
     if title:
         ax.set_title(title)
     return _finish(fig, path)
@@ -481,6 +618,7 @@ def consistency_bars(
     ax.set_xlim(-0.6, len(groups) - 0.4)
     ax.set_ylim(0, 110)
     ax.set_ylabel("captions still true (%)")
+    ax.set_xlabel("what is checked (n: captions checked)")
     ax.legend(title="augmentation", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:
         ax.set_title(title)

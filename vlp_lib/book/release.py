@@ -42,6 +42,7 @@ is printed beside, never failing.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import gzip
 import hashlib
@@ -215,6 +216,53 @@ def recommit(release: Path = RELEASE_DIR) -> dict[str, str | None]:
             entry["commit"] = found[name]
     (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return found
+
+
+def _code_shape(source: str) -> str:
+    """A Python file's syntax tree without its docstrings (module, class and function): what runs."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def restamp(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, list[str]]:
+    """Give chapters ``names`` today's fingerprints where their code changed since their entry only in docstrings and
+    comments (each changed file's syntax tree, docstrings aside, the same as at the entry's commit): their records
+    stand, and their pages stop warning that the code changed. ``ValueError``, nothing written, naming the first file
+    whose code changed (re-make that chapter), or a file not at the entry's commit. Returns ``{chapter: files}``."""
+    manifest = read_manifest(release)
+    if manifest is None:
+        raise ValueError(f"no release at {release}")
+    done: dict[str, list[str]] = {}
+    for name in names:
+        entry = manifest["chapters"].get(name)
+        if entry is None:
+            raise ValueError(f"chapter {name} is not in the release")
+        changed = changed_files(entry)
+        for path in changed:
+            before = _git("show", f"{entry['commit']}:{path}")
+            if before is None:
+                raise ValueError(f"chapter {name}: {path} is not at its commit {entry['commit']}: re-make it")
+            now = REPO_ROOT / path
+            if not path.endswith(".py") or not now.exists() or _code_shape(before) != _code_shape(now.read_text()):
+                raise ValueError(f"chapter {name}: the code of {path} changed since its records: re-make it")
+        scopes = list(entry["fingerprints"])
+        entry["fingerprints"] = {
+            scope: runs.code_fingerprint(None if scope == runs.CORE else scope) for scope in scopes
+        }
+        entry["files"] = {scope: _file_hashes(scope) for scope in scopes}
+        done[name] = changed
+    (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return done
 
 
 def _paper_chapter(name: str) -> Chapter | None:
@@ -726,6 +774,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("names", nargs="+")
     sub.add_parser("install", help="the release's pages into book/executed (pages executed here are kept)")
     sub.add_parser("restore", help="the release's records into the working results store (records there are kept)")
+    p = sub.add_parser("restamp", help="today's fingerprints for chapters whose code changed only in docstrings")
+    p.add_argument("names", nargs="+")
     sub.add_parser("recommit", help="name, for each chapter, a commit whose files made its numbers (not a dirty tree)")
     p = sub.add_parser("check", help="the release whole: every chapter, page, record and its checksum")
     p.add_argument("--partial", action="store_true", help="check what is shipped so far; name the chapters missing")
@@ -749,6 +799,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"installed from the release: {', '.join(installed) or 'nothing (no release, or every page executed here)'}"
             )
+        elif args.command == "restamp":
+            for name, files in restamp(names).items():
+                print(f"{name}: restamped ({', '.join(files) or 'no file changed'}: docstrings and comments only)")
         elif args.command == "recommit":
             for name, commit in recommit().items():
                 print(f"{name}: {commit or 'no commit has the files that made its numbers'}")

@@ -13,6 +13,7 @@ from scipy import stats as scipy_stats
 
 from vlp_lib.book import stats
 from vlp_lib.papers import chapters as all_chapters
+from vlp_lib.paths import results_dir
 
 
 def seed_values(records: Sequence[dict], key: str) -> np.ndarray:
@@ -59,33 +60,67 @@ POWER = stats.POWER  # of the minimum detectable effect and of planned seeds
 FDR = 0.05  # Benjamini-Hochberg level across the book's tested claims
 MAX_SEEDS = 1_000  # "seeds needed" beyond this reads ">1000"
 SEED_BUDGET = 10  # a claim planned to need more seeds than this is marked "needs about N seeds"
-DECIDED = ("reproduced", "reproduced, smaller than claimed", "smaller than claimed", "no effect", "opposite")
-VERDICTS = (*DECIDED[:4], "inconclusive", "opposite")
-# "No effect" margins, stated before any verdict: a difference within +-1 pp of a fraction shown in percent is below
+# The words of the verdict rule, in the order a table shows them (the paper's direction first, the opposite last).
+REPRODUCED = "reproduced"
+SMALLER_REPRODUCED = "reproduced, smaller than claimed"
+LARGER = "larger than claimed"
+SMALLER = "smaller than claimed"
+NO_EFFECT = "no effect"
+OPPOSITE_WITHIN = "opposite, within the margin"
+OPPOSITE = "opposite"
+INCONCLUSIVE = "inconclusive"
+# words of a tested claim that decide it (each with a p-value, each counted in its own column, never pooled together)
+DECIDED = (REPRODUCED, SMALLER_REPRODUCED, LARGER, SMALLER, NO_EFFECT, OPPOSITE_WITHIN, OPPOSITE)
+VERDICTS = (*DECIDED[:5], INCONCLUSIVE, *DECIDED[5:])
+# the paper's direction at a size that can be the paper's, or smaller: the claim's direction holds
+HOLDS = (REPRODUCED, SMALLER_REPRODUCED, LARGER)
+# cost claims (seconds, shares of time, overheads): judged as costs against the paper's number (COST_RULE), no test
+CHEAPER, AS_CLAIMED, DEARER = "cheaper than claimed", "as claimed", "dearer than claimed"
+COST_VERDICTS = (CHEAPER, AS_CLAIMED, DEARER)
+COST_FACTOR = 1.5  # a cost within a factor of 1.5 of the paper's reads "as claimed" (COST_RULE)
+NOT_RUN = "not run"
+NOT_BUILT = "records restored, data not built"  # a claim whose judging needs data the reader has not built yet
+# Practical margins, stated before any verdict: a difference within +-1 pp of a fraction shown in percent is below
 # the smallest gain any of the five papers reports as a headline improvement in its main tables (1 pp), and at our
 # test sets (2,000 images per task) about one standard error of a single accuracy at 25% (0.97 pp); a claim whose
 # paper effect is itself inside the margin cannot be shown "no effect" (our precision cannot tell its size from zero).
-# Raw metrics (losses, ARI, rank correlations) have no declared margin.
+# A claim on another scale (losses, rank correlations) states its own margin; ARI and AMI take the same 0.01.
 NO_EFFECT_MARGIN = 0.01
 
 VERDICT_RULE = (
     "Per seed, the difference between the claimed-better setting and its reference (same seed, so the seed's "
     "common luck cancels); over n seeds its mean with a two-sided 95% confidence interval from the t distribution. "
-    "Its spread is pooled over the rows of the claim's notebook that share its seeds and metric (POOLING_RULE) where "
+    "Its spread is pooled over the rows of the claim's notebook that share its seeds and metric (see Pooling) where "
     "their spreads are alike, else the claim's own: mean ± t(0.975, df) sd / sqrt(n) with df (R - 1)(n - 1) pooled "
-    "over R rows, n - 1 otherwise. Direction and size are two questions. Reproduced: the interval lies entirely "
-    "above 0 (the paper's direction) and does not lie below the paper's effect; 'reproduced, smaller than claimed': "
-    "above 0 but entirely below the paper's effect. Opposite: entirely below 0. No effect: inside ±1 pp (two one-sided "
-    "tests; percent metrics, where the paper's effect is not itself inside ±1 pp). Smaller than claimed: it includes "
-    "0 but excludes the paper's effect. Inconclusive: otherwise, and always with fewer than 2 seeds. The paper's "
-    "effect is its percentage points taken 1:1 on our metric, an assumption: the effect-scales column gives the "
-    "verdict with the effect carried by log-odds and by the share of above-chance headroom too (EFFECT_SCALES_RULE). "
-    "Each verdict has a p-value on the two-sided scale (twice the one-sided p of the test that decides it; the "
-    "larger of two when two tests decide it): a verdict is reached exactly when p < 0.05. Beside it, the power: the "
-    "minimum detectable effect at the seeds run (exact, noncentral t: 3.26 sd at n = 3) and the seeds a new "
-    "experiment on fresh seeds would plan for 80% power at the paper's effect (else at the 1 pp margin), at the "
-    f"spread measured; '>{MAX_SEEDS}' beyond {MAX_SEEDS}, and claims planned above {SEED_BUDGET} seeds are marked "
-    "as needing them. These counts plan a new experiment; they never top up this one."
+    "over R rows, n - 1 otherwise. Every claim has a practical margin m in its metric's units: ±1 pp for "
+    "accuracies, recalls and mAP (and 0.01 for ARI and AMI), or the claim's own where it states one. Direction and "
+    "size are two questions, and each word answers both. "
+    "Reproduced: the interval lies entirely above 0 (the paper's direction) and can hold the paper's effect. "
+    "Reproduced, smaller than claimed: above 0, but entirely below the paper's effect. "
+    "Larger than claimed: entirely above the paper's effect; an effect many times the paper's is not its "
+    "reproduction, it says our setting differs from the paper's. "
+    "Opposite: the interval lies entirely below 0 and its mean lies beyond the margin (below -m). "
+    "No effect: the interval lies inside ±m (two one-sided tests), where the paper's effect is not itself inside "
+    "±m; a significant difference smaller than the margin is 'no effect' when the two one-sided tests decide it, "
+    "and otherwise 'opposite, within the margin' (below 0, mean inside the margin: counted apart from the "
+    "opposites). Smaller than claimed: the interval includes 0 but excludes the paper's effect. Inconclusive: "
+    "otherwise, and always with fewer than 2 seeds. The paper's effect is its percentage points taken 1:1 on our "
+    "metric, an assumption: the effect-scales column gives the verdict with the effect carried by log-odds and by "
+    "the share of above-chance headroom too. Each verdict has a p-value on the two-sided scale (twice the one-sided "
+    "p of the test that decides it; the larger of two when two tests decide it): a verdict is reached exactly when "
+    "p < 0.05, and it stands in the book when its Benjamini-Hochberg q across the book is at most 0.05 (the FDR "
+    "word, the one every page shows). Beside it, the power: the minimum detectable effect at the seeds run (exact, "
+    "noncentral t: 3.26 sd at n = 3) and the seeds a new experiment on fresh seeds would plan for 80% power at the "
+    "paper's effect (else at the margin), at the spread measured; "
+    f"'>{MAX_SEEDS}' beyond {MAX_SEEDS}, and claims planned above {SEED_BUDGET} seeds are marked as needing them. "
+    "These counts plan a new experiment; they never top up this one."
+)
+COST_RULE = (
+    "Cost claims (a share of time, an overhead in time per epoch) are judged as costs, against the paper's number "
+    f"c: as claimed when the book's cost lies within a factor of {COST_FACTOR:g} of it (from c / {COST_FACTOR:g} to "
+    f"{COST_FACTOR:g} c), cheaper than claimed below, dearer than claimed above (a cost twice the claimed one is the "
+    "claim failing). A cost is measured once over the seeds' runs on the machine that made them: it has no interval "
+    "and stays outside the false discovery rate family."
 )
 POOLING_RULE = (
     "Pooled variance: for each notebook and metric, the rows its claims read form a rows x seeds table (the seeds "
@@ -98,9 +133,12 @@ POOLING_RULE = (
     "own differences decide on n - 1 degrees of freedom."
 )
 FDR_RULE = (
-    "Benjamini-Hochberg q-values over the p-values of every tested claim (timing claims and claims "
-    "not run excluded); a verdict stands at a 5% false discovery rate when its q <= 0.05, else it reads "
-    "inconclusive in the FDR column."
+    "Benjamini-Hochberg q-values over the p-values of every tested claim in the book (cost claims and claims not "
+    "run excluded); a verdict stands at a 5% false discovery rate when its q <= 0.05, else it reads inconclusive. "
+    "A word that states a size beside the direction (reproduced but smaller than claimed, larger than claimed) "
+    "needs both tests; where the size does not stand, the direction alone is put to the same procedure (its p in "
+    "place of the claim's) and reads 'reproduced' when it stands. The verdict at 5% FDR is the word every page, "
+    "the README and the introduction state; the word of the claim judged alone may stand beside it, named as such."
 )
 
 
@@ -156,6 +194,7 @@ class PairedTest:
     p: float = float("nan")
     own_std: float = float("nan")
     pooled: bool = False
+    p_direction: float = float("nan")  # a size word's (larger / smaller than claimed) p of its direction alone
 
     @property
     def rows(self) -> int:
@@ -200,11 +239,13 @@ def paired_test(
     margin: float | None = None,
     pooled: tuple[float, float] | None = None,
 ) -> PairedTest:
-    """Judge per-seed differences (claimed-better minus reference, paired by seed) by ``VERDICT_RULE``:
-    "reproduced", "reproduced, smaller than claimed", "opposite", "no effect" (inside ``±margin``, when a margin
-    is given and the paper's effect is not inside it), "smaller than claimed" (includes 0, excludes
-    ``paper_effect``, a fraction on our metric), "inconclusive" (otherwise, and with fewer than 2 seeds, or a
-    difference that is not finite). ``pooled``: (standard deviation, degrees of freedom) of the differences from
+    """Judge per-seed differences (claimed-better minus reference, paired by seed) by ``VERDICT_RULE`` with the
+    practical ``margin`` (``None``: none stated, so no "no effect" and every significant reverse is "opposite"):
+    "reproduced", "reproduced, smaller than claimed" / "larger than claimed" (entirely below / above
+    ``paper_effect``, a fraction on our metric), "opposite" (below 0, mean beyond ``-margin``), "opposite, within
+    the margin" (below 0, mean inside it, not shown inside it), "no effect" (inside ``±margin``, when the paper's
+    effect is not inside it), "smaller than claimed" (includes 0, excludes ``paper_effect``), "inconclusive"
+    (otherwise, and with fewer than 2 seeds, or a difference that is not finite). ``pooled``: (standard deviation, degrees of freedom) of the differences from
     ``stats.pooled_variance``, replacing their own."""
     d = np.asarray(differences, dtype=float)
     n = len(d)
@@ -225,24 +266,37 @@ def paired_test(
         n, mean, std, low, high, "", float("nan"), float("nan"), pe, df, own_std=own, pooled=pooled is not None
     )
     up, down = base.one_sided(0.0, above=True), base.one_sided(0.0, above=False)
+    no_effect_possible = margin is not None and (pe is None or abs(pe) >= margin)
+    inside = float("nan")
+    if margin is not None:
+        inside = max(base.one_sided(-margin, above=True), base.one_sided(margin, above=False))
+    decided_inside = no_effect_possible and -margin < low and high < margin  # type: ignore[operator]
     if low > 0:
         if pe is not None and pe > 0 and high < pe:
-            v, p = "reproduced, smaller than claimed", max(up, base.one_sided(pe, above=False))
+            v, p = SMALLER_REPRODUCED, max(up, base.one_sided(pe, above=False))
+        elif pe is not None and pe > 0 and low > pe:
+            v, p = LARGER, max(up, base.one_sided(pe, above=True))
         else:
-            v, p = "reproduced", up
+            v, p = REPRODUCED, up
     elif high < 0:
-        v, p = "opposite", down
-    elif margin is not None and -margin < low and high < margin and (pe is None or abs(pe) >= margin):
-        v, p = "no effect", max(base.one_sided(-margin, above=True), base.one_sided(margin, above=False))
+        if margin is None or mean <= -margin:
+            v, p = OPPOSITE, down
+        elif decided_inside:
+            v, p = NO_EFFECT, inside
+        else:
+            v, p = OPPOSITE_WITHIN, down
+    elif decided_inside:
+        v, p = NO_EFFECT, inside
     elif pe is not None and not low <= pe <= high:
-        v, p = "smaller than claimed", base.one_sided(pe, above=pe < 0)
+        v, p = SMALLER, base.one_sided(pe, above=pe < 0)
     else:
-        v, p = "inconclusive", min(up, down)
+        v, p = INCONCLUSIVE, min(up, down)
     target = pe if pe is not None else margin
     return replace(
         base,
         verdict=v,
         p=min(1.0, 2 * p),
+        p_direction=min(1.0, 2 * up) if v in (LARGER, SMALLER_REPRODUCED) else float("nan"),
         mde=stats.minimum_detectable_effect(std, n, df, alpha, power),
         seeds_needed=stats.planned_seeds(std, target, rows=base.rows) if target is not None else float("nan"),
     )
@@ -261,15 +315,17 @@ NONINFERIORITY_RULE = (
 )
 SWEEP_RULE = (
     "'Best at X' claims on a sweep: the paper's best grid point minus the end point the claim names, per seed, by "
-    "VERDICT_RULE (reproduced when the paper's best beats it, opposite when the end point beats the paper's best); "
+    "the comparison rule (reproduced when the paper's best beats it, opposite when the end point beats the paper's "
+    "best beyond the margin, no effect when the two lie within the margin: a flat sweep); "
     "the grid point with the best seed-mean is shown and decides nothing (on a flat curve any point is best 1 time "
     "in len(grid))."
 )
 EVERY_RULE = (
     "'Every setting beats the reference' claims (and 'X is the best value': X beats every other): reproduced when "
-    "every comparison is reproduced by VERDICT_RULE (an intersection of tests needs no correction; p is the "
-    "largest), opposite when any comparison is opposite after Bonferroni over the k comparisons (the same as Holm's "
-    "first step, which is all 'any' needs), inconclusive otherwise; the line shows the comparison that decides (the "
+    "every comparison holds the paper's direction by the comparison rule (an intersection of tests needs no "
+    "correction; p is the largest), opposite when any comparison is below 0 after Bonferroni over the k comparisons "
+    "(the same as Holm's first step, which is all 'any' needs) with its mean beyond the margin ('opposite, within "
+    "the margin' when inside it), inconclusive otherwise; the line shows the comparison that decides (the "
     "weakest when reproduced or inconclusive, the opposite one when opposite)."
 )
 BEST_OF_RULE = (
@@ -315,17 +371,19 @@ def noninferiority_test(test: PairedTest, margin: float) -> tuple[str, float]:
     return "inconclusive", min(1.0, 2 * min(above, below))
 
 
-def every_test(tests: Sequence[PairedTest]) -> tuple[str, float, int]:
-    """``EVERY_RULE`` over the comparisons' tests: (verdict, p, index of the comparison that decides)."""
+def every_test(tests: Sequence[PairedTest], margin: float | None = None) -> tuple[str, float, int]:
+    """``EVERY_RULE`` over the comparisons' tests: (verdict, p, index of the comparison that decides); an opposite
+    comparison whose mean lies inside the practical ``margin`` gives "opposite, within the margin"."""
     k = len(tests)
     up = [2 * t.one_sided(0.0, above=True) for t in tests]
     down = [min(1.0, 2 * k * t.one_sided(0.0, above=False)) for t in tests]
     weakest = int(np.nanargmax(up)) if np.isfinite(up).any() else 0
-    if all(t.verdict.startswith("reproduced") for t in tests):
-        return "reproduced", min(1.0, max(up)), weakest
+    if all(t.verdict in HOLDS for t in tests):
+        return REPRODUCED, min(1.0, max(up)), weakest
     if np.isfinite(down).any() and min(down) < ALPHA:
         worst = int(np.nanargmin(down))
-        return "opposite", min(down), worst
+        beyond = margin is None or tests[worst].mean <= -margin
+        return (OPPOSITE if beyond else OPPOSITE_WITHIN), min(down), worst
     finite = [x for x in (*up, *down) if np.isfinite(x)]
     return "inconclusive", min(1.0, max(up)) if finite else float("nan"), weakest
 
@@ -362,7 +420,9 @@ def direction(differences: Sequence[float] | np.ndarray) -> str:
     t = paired_test(differences)
     if t.n < 2:
         return "too few seeds"
-    return {"reproduced": "higher", "opposite": "lower"}.get(t.verdict, "within noise")
+    if t.verdict in HOLDS:
+        return "higher"
+    return "lower" if t.verdict in (OPPOSITE, OPPOSITE_WITHIN) else "within noise"
 
 
 def verdict(differences: Sequence[float] | np.ndarray, paper_effect: float | None = None) -> str:
@@ -376,7 +436,15 @@ def format_test(test: PairedTest | None, percent: bool = True) -> dict[str, Any]
     ``seeds_needed`` (text; in percentage points for fractions shown in percent, raw otherwise), ``df`` (the
     interval's degrees of freedom, "12 pooled" when pooled) and ``p``."""
     if test is None or test.n == 0:
-        return {"book_value": "", "interval": "", "mde": "", "seeds_needed": "", "df": "", "p": float("nan")}
+        return {
+            "book_value": "",
+            "interval": "",
+            "mde": "",
+            "seeds_needed": "",
+            "df": "",
+            "p": float("nan"),
+            "p_direction": float("nan"),
+        }
 
     def num(x: float, sign: bool = True) -> str:
         if not np.isfinite(x):
@@ -392,6 +460,7 @@ def format_test(test: PairedTest | None, percent: bool = True) -> dict[str, Any]
         "seeds_needed": test.seeds_needed_text(),
         "df": (f"{int(test.df)} pooled" if test.pooled else str(int(test.df))) if two else "",
         "p": test.p,
+        "p_direction": test.p_direction,
     }
 
 
@@ -408,20 +477,21 @@ SCORECARD_COLUMNS = [
     "df",
     "verdict",
     "p",
+    "p_direction",
     "effect_scales",
     "eval_noise",
     "mde",
     "seeds_needed",
     "seeds",
 ]
-BOOK_COLUMNS = ["q", "verdict_fdr"]  # added by ``scorecard``: across the book
+BOOK_COLUMNS = ["q", "verdict_fdr", "primary"]  # added by ``scorecard``: across the book, and the primary claims
 CLAIMS_VIEW = {  # column -> header of a page's table of its claims (``claims_view``)
     "claim": "claim (source)",
     "paper_value": "paper",
     "book_value": "book (mean Δ per seed)",
     "interval": "95% interval (df)",
-    "verdict": "verdict",
-    "p": "p",
+    "verdict_fdr": "verdict at 5% FDR",
+    "p": "p / q",
     "mde": "detectable",
     "seeds_needed": "seeds planned",
 }
@@ -433,17 +503,33 @@ def interval_text(interval: str, df: str) -> str:
     return f"{interval} (df {df.replace(' pooled', ', pooled')})" if interval and df else interval
 
 
+def verdict_text(verdict_fdr: str, verdict: str) -> str:
+    """The word a page states: the verdict at 5% FDR, with the claim's word judged alone beside it, named as such,
+    where the two differ ("inconclusive (alone: reproduced)")."""
+    return verdict_fdr if verdict_fdr == verdict else f"{verdict_fdr} (alone: {verdict})"
+
+
 def claims_view(claims: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
-    """A page's table of its judged claims (lines with ``SCORECARD_COLUMNS``, indexed by id) in fewer, wider
-    columns, so that it fits the page: the claim with its source, the interval with its degrees of freedom
-    (``interval_text``), p to four places ("—" where a claim has no test: not run, or a timing claim), the headers
-    of ``CLAIMS_VIEW``. ``paper=False`` for the book's own claims (the head to head, the real drawings): no paper
+    """A page's table of its judged claims (lines with ``SCORECARD_COLUMNS`` and ``BOOK_COLUMNS``, indexed by id:
+    ``book_fdr``'s) in fewer, wider columns, so that it fits the page: the claim with its source, the interval with
+    its degrees of freedom (``interval_text``), the verdict at 5% FDR with the word judged alone where it differs
+    (``verdict_text``), p beside q ("—" where a claim has no test: not run, or a cost claim), the headers of
+    ``CLAIMS_VIEW``. ``paper=False`` for the book's own claims (the head to head, the real drawings): no paper
     states them, so the claim goes without its source and the table without the paper's column (the page says
-    why)."""
+    why). ``ValueError`` for lines not judged across the book: a page states the book's word, never a second one."""
+    if "verdict_fdr" not in claims:
+        raise ValueError("claims_view shows the verdict at 5% FDR across the book: judge the lines with book_fdr first")
+
+    def number(x: float) -> str:
+        return f"{x:.4f}" if np.isfinite(x) else "—"
+
+    p = pd.to_numeric(claims["p"], errors="coerce")
+    q = pd.to_numeric(claims["q"], errors="coerce")
     view = claims.assign(
         claim=[f"{claim} ({source})" if paper else claim for claim, source in zip(claims["claim"], claims["source"])],
         interval=[interval_text(str(i), str(d)) for i, d in zip(claims["interval"], claims["df"])],
-        p=[f"{p:.4f}" if np.isfinite(p) else "—" for p in pd.to_numeric(claims["p"], errors="coerce")],
+        verdict_fdr=[verdict_text(f, v) for f, v in zip(claims["verdict_fdr"], claims["verdict"])],
+        p=[number(a) if not np.isfinite(b) else f"{number(a)} / {number(b)}" for a, b in zip(p, q)],
     )
     columns = {k: v for k, v in CLAIMS_VIEW.items() if paper or k != "paper_value"}
     if not paper:
@@ -454,27 +540,82 @@ def claims_view(claims: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
 def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
     """``card`` with ``BOOK_COLUMNS`` (``FDR_RULE``): Benjamini-Hochberg q-values over the claims with a finite
     p-value, and each verdict at a ``level`` false discovery rate (a decided verdict whose q exceeds ``level``
-    reads "inconclusive"; verdicts without a p-value, timing claims and claims not run, are kept)."""
+    reads "inconclusive", or "reproduced" where it states a size and its direction alone stands; verdicts without
+    a p-value, cost claims and claims not run, are kept)."""
     card = card.copy()
     p = pd.to_numeric(card["p"], errors="coerce").to_numpy(dtype=float)
     q = stats.bh_qvalues(p)
     card["q"] = q
+    verdicts = card["verdict"].to_numpy(dtype=object)
     demoted = np.isfinite(q) & (q > level) & card["verdict"].isin(DECIDED).to_numpy()
-    card["verdict_fdr"] = np.where(demoted, "inconclusive", card["verdict"])
+    fdr = np.where(demoted, INCONCLUSIVE, verdicts)
+    if "p_direction" in card:
+        direction = pd.to_numeric(card["p_direction"], errors="coerce").to_numpy(dtype=float)
+        second = demoted & np.isin(verdicts, [LARGER, SMALLER_REPRODUCED]) & np.isfinite(direction)
+        if second.any():
+            q_direction = stats.bh_qvalues(np.where(second, direction, p))
+            fdr = np.where(second & (q_direction <= level), REPRODUCED, fdr)
+    card["verdict_fdr"] = fdr
     return card
 
 
 def scorecard(scale: str = "laptop") -> pd.DataFrame:
     """Every headline claim of every chapter of ``vlp_lib.papers`` against this book's stored runs at ``scale``,
-    one line each (``SCORECARD_COLUMNS`` and ``BOOK_COLUMNS``): the paper's value, ours (``book_value``: mean
-    per-seed difference), the 95% t ``interval`` on ``df`` degrees of freedom, the ``verdict`` (``VERDICT_RULE``,
-    or a chapter's own rule; "not run" when the runs are not in the results store: execute the chapter's notebooks
-    first) and its ``p``, the verdict under each scale of the paper's effect (``effect_scales``), the minimum
-    detectable effect at the seeds run (``mde``), the seeds a new experiment would plan (``seeds_needed``), the
-    Benjamini-Hochberg ``q`` across the book and the verdict at a 5% false discovery rate (``verdict_fdr``).
-    Trains nothing."""
-    lines = [line for chapter in all_chapters() for line in chapter.claims(scale)]
-    return with_fdr(pd.DataFrame(lines, columns=SCORECARD_COLUMNS))
+    one line each (``SCORECARD_COLUMNS`` and ``BOOK_COLUMNS``), each chapter's primary claim first: the paper's
+    value, ours (``book_value``: mean per-seed difference), the 95% t ``interval`` on ``df`` degrees of freedom,
+    the ``verdict`` (``VERDICT_RULE``, or a chapter's own rule; "not run" when the runs are not in the results
+    store: execute the chapter's notebooks first) and its ``p``, the verdict under each scale of the paper's effect
+    (``effect_scales``), the minimum detectable effect at the seeds run (``mde``), the seeds a new experiment would
+    plan (``seeds_needed``), the Benjamini-Hochberg ``q`` across the book, the verdict at a 5% false discovery rate
+    (``verdict_fdr``: the word the book states) and whether the claim is its chapter's ``primary`` one. Trains
+    nothing."""
+    lines = []
+    for chapter in all_chapters():
+        primary = chapter.primary()
+        judged = [{**line, "primary": line["id"] == primary} for line in chapter.claims(scale)]
+        if primary is not None and primary not in {line["id"] for line in judged}:
+            raise ValueError(f"{chapter.name}: its primary claim {primary!r} is not among its claims")
+        lines += sorted(judged, key=lambda line: not line["primary"])  # stable: the others keep their order
+    card = pd.DataFrame(lines, columns=[*SCORECARD_COLUMNS, "primary"])
+    return with_fdr(card)[[*SCORECARD_COLUMNS, *BOOK_COLUMNS]]
+
+
+def book_fdr(lines: pd.DataFrame, scale: str = "laptop") -> pd.DataFrame:
+    """A page's judged claims ``lines`` (``SCORECARD_COLUMNS``, indexed by id) with ``BOOK_COLUMNS``: judged across
+    the book (``FDR_RULE``), in the family of the scorecard at ``scale`` with these lines in place of the
+    scorecard's lines of the same ids (the same numbers where the page reads the store the scorecard reads). So the
+    word a page states is the book's word, never a second one."""
+    card = scorecard_lines(scale)
+    lines = lines.drop(columns=[c for c in BOOK_COLUMNS if c in lines])
+    own = lines.rename_axis("id").reset_index()
+    own = own.assign(primary=own["id"].isin(primary_ids()))
+    family = pd.concat([card[~card["id"].isin(set(own["id"]))], own]).reindex(columns=[*SCORECARD_COLUMNS, "primary"])
+    judged = with_fdr(family).set_index("id")
+    return lines.join(judged[BOOK_COLUMNS])
+
+
+def primary_ids() -> set[str]:
+    """The ids of every chapter's primary claim."""
+    return {p for chapter in all_chapters() if (p := chapter.primary()) is not None}
+
+
+_SCORECARD_LINES: dict[tuple[str, tuple[int, float]], pd.DataFrame] = {}
+
+
+def _store_state() -> tuple[int, float]:
+    """How many records the results store holds and when the newest was written: a scorecard computed on one state
+    holds until a run is stored."""
+    times = [path.stat().st_mtime for path in results_dir().rglob("*.json")]
+    return len(times), max(times, default=0.0)
+
+
+def scorecard_lines(scale: str = "laptop") -> pd.DataFrame:
+    """``scorecard(scale)``, computed again only when the results store has changed since (``_store_state``)."""
+    key = (scale, _store_state())
+    if key not in _SCORECARD_LINES:
+        _SCORECARD_LINES.clear()
+        _SCORECARD_LINES[key] = scorecard(scale)
+    return _SCORECARD_LINES[key]
 
 
 def verdict_counts(card: pd.DataFrame, column: str = "verdict") -> pd.DataFrame:
@@ -488,9 +629,11 @@ def verdict_counts(card: pd.DataFrame, column: str = "verdict") -> pd.DataFrame:
     return table
 
 
-TIMING_METRICS = ("kmeans_share", "epoch_overhead")  # claims judged by a factor rule, not a test
+TIMING_METRICS = ("kmeans_share", "epoch_overhead")  # cost claims: judged by COST_RULE, not a test
 
 
 def tested_claims(card: pd.DataFrame) -> pd.DataFrame:
-    """The lines of ``card`` whose claim was tested: run, and not a timing claim (judged by a factor rule)."""
-    return card[~card["verdict"].isin(["not run", "not reproduced"]) & ~card["metric"].isin(TIMING_METRICS)]
+    """The lines of ``card`` whose claim was tested: run (neither "not run" nor awaiting its data), and not a cost
+    claim (judged by ``COST_RULE``)."""
+    untested = card["verdict"].isin([NOT_RUN, NOT_BUILT, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
+    return card[~untested]

@@ -70,6 +70,11 @@ class Chapter:
         report = getattr(self._module(), "remeasured", None)
         return report(scale) if self.measurements and report is not None else ""
 
+    def primary(self) -> str | None:
+        """The id of the chapter's primary claim (its module's ``PRIMARY``: the paper's headline result as its
+        abstract states it), ``None`` for a chapter of the book's own (the head to head, the real drawings)."""
+        return getattr(self._module(), "PRIMARY", None)
+
     def rules(self) -> list[str]:
         """The chapter's own verdict rules (timing claims, "matches in less time" ...), as sentences."""
         return list(getattr(self._module(), "RULES", []))

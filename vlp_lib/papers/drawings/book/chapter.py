@@ -7,7 +7,8 @@ over?
 ``summary`` column, PyramidCLIP's summary level), the held-out drawings' categories and sub-categories as image-folder
 tasks, and their unique pairs as a retrieval set (``pairs:``). Named inside the data folder (``data:``), so that a
 run's key is the same on every machine. A reader's own pairs replace them by parameters (``train_data``,
-``eval_tasks``, ``class_data``).
+``eval_tasks``, ``class_data``): on them the class data defaults to the first image-folder task of ``eval_tasks``
+(``default_class_data``), and nothing reads the drawings unless a parameter names them.
 
 **The line-up** (``vlp_lib.book.lineup``, the head to head's): every variant on ``rn-tiny`` at 32 px (TP_Postag and
 ICMLM at 64), one batch, learning rate and schedule, at equal training samples; iCLIP and UniCL take the training
@@ -40,9 +41,18 @@ from vlp_lib.book.claims import Claim, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import CLIP, VARIANTS, Data, run_of
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.book.report import fmt, mean_std, paired_interval, record_differences, seed_values
+from vlp_lib.book.report import (
+    NOT_BUILT,
+    fmt,
+    mean_std,
+    paired_interval,
+    record_differences,
+    scorecard_lines,
+    seed_values,
+)
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import folder_tasks, pair_sets, real
+from vlp_lib.methods import paper_of
 from vlp_lib.models import DEFAULT_PRECISION
 from vlp_lib.papers import chapters as registered_chapters
 from vlp_lib.paths import resolve_data
@@ -153,32 +163,83 @@ def check_variants(variants: Any) -> list[str]:
 
 def check_built(data: Data) -> None:
     """``ValueError`` naming the command that builds the drawings when ``data`` reads them and they are not built
-    here (before any compute)."""
-    paths = [data.train_data, data.class_data, *(data.eval_tasks or ())]
-    if not any(ROOT in p for p in paths):
+    here (before any compute). The error names the parameter that reads them (``train_data``, ``eval_tasks`` or
+    ``class_data``, in that order), and where that parameter is not the pairs, how to name data of your own."""
+    reads = [
+        ("train_data", [data.train_data]),
+        ("eval_tasks", list(data.eval_tasks or ())),
+        ("class_data", [data.class_data]),
+    ]
+    named = next((name for name, paths in reads if any(ROOT in p for p in paths)), None)
+    if named is None:
         return
     folder = Path(resolve_data(ROOT))
-    if not (folder / "pairs.csv").is_file():
+    if (folder / "pairs.csv").is_file():
+        return
+    build = (
+        f"run `{BUILD_COMMAND}` (python -m vlp_lib.data.openclipart --size {SIZE}: Debian's openclipart-svg, rendered "
+        "once, about 3 minutes)"
+    )
+    if named == "train_data":
+        raise ValueError(f"train_data: the drawings are not built at {folder}: {build}")
+    if named == "eval_tasks":
         raise ValueError(
-            f"train_data: the drawings are not built at {folder}: run `{BUILD_COMMAND}` (python -m "
-            f"vlp_lib.data.openclipart --size {SIZE}: Debian's openclipart-svg, rendered once, about 3 minutes)"
+            f"eval_tasks: the drawings' tasks are not built at {folder} (eval_tasks None is the drawings' category, "
+            "subcategory and test pairs): on your own pairs name your own tasks, -y 'eval_tasks: [\"folder:PATH\"]' "
+            f"(PATH/train/<class>/*, PATH/test/<class>/*), or {build}"
         )
+    raise ValueError(
+        f"class_data: {data.class_data!r} is the drawings' category folder, not built at {folder}: pass "
+        f"-p class_data folder:PATH (PATH/<class>/* or PATH/train/<class>/*), or {build}"
+    )
 
 
-def check_data(train_data: Any = TRAIN_DATA, eval_tasks: Any = None, class_data: Any = CLASS_DATA) -> Data:
+def default_class_data(train_data: str, tasks: Sequence[str], verbose: bool = True) -> str:
+    """iCLIP's and UniCL's class-labelled images when the ``class_data`` parameter is not given: on the drawings
+    (``TRAIN_DATA``) their category folder (``CLASS_DATA``); on pairs of your own the first image-folder task of
+    ``tasks`` (its train split: ``classes.parse_class_data``; its test split stays the test), said in a printed
+    note when ``verbose``. ``ValueError`` naming ``class_data`` when ``tasks`` has no image-folder task, before any
+    compute: the drawings' folder is never read for pairs that are not the drawings."""
+    if train_data == TRAIN_DATA:
+        return CLASS_DATA
+    folder = next((t for t in tasks if folder_tasks.is_folder_task(t)), None)
+    if folder is None:
+        raise ValueError(
+            "class_data: on your own train_data, iCLIP and UniCL need class-labelled images and eval_tasks names no "
+            "image-folder task to take them from: pass -p class_data folder:PATH (PATH/<class>/* or "
+            "PATH/train/<class>/*), or name an image-folder task in eval_tasks, -y 'eval_tasks: [\"folder:PATH\"]' "
+            "(its train split is then the class data; the claims read its linear probe)"
+        )
+    if verbose:
+        print(
+            f"note: class_data not given: iCLIP and UniCL take the train split of {folder!r}, the first image-folder "
+            "task of eval_tasks, as their class-labelled images (the drawings' category folder is the default only on "
+            "the drawings; -p class_data folder:PATH names another)"
+        )
+    return folder
+
+
+def check_data(train_data: Any = TRAIN_DATA, eval_tasks: Any = None, class_data: Any = None) -> Data:
     """The notebook's data parameters as a ``Data`` (``eval_tasks`` ``None``: the drawings' three tasks; at least one
-    folder task, the claims' metric). ``ValueError`` naming the parameter before any compute."""
+    folder task, the claims' metric; ``class_data`` ``None``: ``default_class_data``, the drawings' category folder on
+    the drawings, else the first folder task of ``eval_tasks``). ``ValueError`` naming the parameter before any
+    compute; data of your own never needs the drawings built unless a parameter names them."""
     # each parameter's own form first, so that a wrong one is named even where the drawings are not built here
     if not isinstance(train_data, str) or not train_data:
         raise ValueError(f"train_data must be a path (an OpenCLIP CSV or WebDataset shards), got {train_data!r}")
     tasks = EVAL_TASKS if eval_tasks is None else tuple(as_list("eval_tasks", eval_tasks))
     if not all(isinstance(t, str) for t in tasks):
         raise ValueError(f"eval_tasks must be a list of task names, got {eval_tasks!r}")
-    if not isinstance(class_data, str):
-        raise ValueError(f"class_data must be 'folder:PATH' (class-labelled images), got {class_data!r}")
-    check_built(Data(train_data, tasks, class_data))
+    if class_data is not None and not isinstance(class_data, str):
+        raise ValueError(
+            f"class_data must be 'folder:PATH' (class-labelled images) or None (the default), got {class_data!r}"
+        )
     if train_data == "world":
         raise ValueError("train_data: this chapter is about real pairs; the head to head is the world's")
+    check_built(Data(train_data, tasks, ""))  # the pairs and the tasks: named before the class data is chosen
+    if class_data is None:
+        class_data = default_class_data(train_data, tasks)
+    check_built(Data(train_data, tasks, class_data))
     data = lineup.check_data(train_data, tasks, class_data)
     if not any(folder_tasks.is_folder_task(t) for t in data.eval_tasks or ()):
         raise ValueError(f"eval_tasks must name at least one image-folder task ('folder:PATH'), got {eval_tasks!r}")
@@ -283,14 +344,71 @@ def run_chapter(
 
 
 def stored(row: str, scale: str = "laptop", seeds: Sequence[int] | None = None, data: Data = DRAWINGS) -> Any:
-    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale)."""
+    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale). On the drawings when
+    they are not built here (a reader who restored the release), the runs are found by their configs pinned in
+    ``PINNED`` (``pinned_stored``): judging reads records, never pixels."""
     seeds = list(seeds or resolve_seeds(scale, None))
+    if data == DRAWINGS and not built(data):
+        return pinned_stored(row, scale, seeds)
     sizes = sizes_on(scale, data)
     configs = [config(row, scale, s, data, sizes) for s in seeds]
     if row == UNTRAINED:
         found = [experiment.stored_untrained(c) for c in configs]
         return None if any(r is None for r in found) else found
     return lineup.records(configs, compute=False, progress=False)
+
+
+def built(data: Data = DRAWINGS) -> bool:
+    """Whether the drawings ``data`` reads are built here (``check_built`` passes)."""
+    try:
+        check_built(data)
+    except ValueError:
+        return False
+    return True
+
+
+# The configs of the release's drawings runs, pinned when the chapter was made (``pin``): the key of each run's record
+# in the results store. With them a reader who restored the release (``make restore``) judges the chapter's claims
+# from its records without rendering the drawings, and gets the shipped scorecard.
+PINNED = Path(__file__).with_name("pinned_configs.json")
+
+
+def pinned_configs(scale: str = "laptop") -> dict[str, dict[str, dict[str, Any]]]:
+    """``{row: {seed: config dict}}`` pinned at ``scale`` (empty where none were pinned)."""
+    if not PINNED.exists():
+        return {}
+    return json.loads(PINNED.read_text()).get(scale, {})
+
+
+def pin(scale: str = "laptop", seeds: Sequence[int] | None = None) -> Path:
+    """Pin the configs of every row's runs at ``scale`` on the drawings (built here) into ``PINNED``."""
+    check_built(DRAWINGS)
+    seeds = list(seeds or resolve_seeds(scale, None))
+    sizes = sizes_on(scale, DRAWINGS)
+    rows: dict[str, dict[str, Any]] = {}
+    for row in [*DEFAULT_VARIANTS, UNTRAINED]:
+        rows[row] = {str(s): config(row, scale, s, DRAWINGS, sizes).to_dict() for s in seeds}
+    pinned = json.loads(PINNED.read_text()) if PINNED.exists() else {}
+    pinned[scale] = rows
+    PINNED.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
+    return PINNED
+
+
+def pinned_stored(row: str, scale: str, seeds: Sequence[int]) -> list[dict] | None:
+    """``stored`` by the pinned configs: the records of ``row`` for every seed, ``None`` if any is missing, stale or
+    not pinned."""
+    configs = pinned_configs(scale).get(row, {})
+    if any(str(s) not in configs for s in seeds):
+        return None
+    out = []
+    for s in seeds:
+        cfg = configs[str(s)]
+        kind = experiment.UNTRAINED_KIND if row == UNTRAINED else experiment.RUN_KIND
+        record = runs.load(kind, cfg, paper=paper_of(cfg["method"]))
+        if record is None:
+            return None
+        out.append(record if row == UNTRAINED else lineup.variant_record(record))
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -363,13 +481,14 @@ def claims_table(results: Mapping[str, Sequence[dict]], claims: Sequence[Claim] 
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    """Every claim judged on the results store at ``scale`` (the default drawings; trains nothing); not run, with the
-    command that builds them, where the drawings are not built here."""
+    """Every claim judged on the results store at ``scale`` (the default drawings; trains nothing). Where the
+    drawings are not built here, the runs are found by their pinned configs (``pinned_stored``); without pinned
+    configs at ``scale`` the claims read "records restored, data not built" with the command that builds them."""
     seeds = list(seeds or resolve_seeds(scale, None))
-    try:
-        check_built(DRAWINGS)
-    except ValueError as err:
-        return judge_stored([replace(c, kind="not_run", reason=str(err)) for c in CLAIMS], lambda row: None, PAPER)
+    if not built(DRAWINGS) and not pinned_configs(scale):
+        reason = f"{NOT_BUILT}: `{BUILD_COMMAND}` builds them (about 3 minutes)"
+        lines = judge_stored([replace(c, kind="not_run", reason=reason) for c in CLAIMS], lambda row: None, PAPER)
+        return [{**line, "verdict": NOT_BUILT} for line in lines]
     return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), PAPER)
 
 
@@ -382,8 +501,9 @@ LEARNED_ENOUGH = 0.05  # CLIP's gain over its untrained network on the claims' m
 def inputs(data: Data = DRAWINGS) -> dict[str, str]:
     """``{extra input: its source}`` on ``data``, for the top of the page."""
     summary = "the CSV's summary column" if lineup.has_summary_column(data.train_data) else "the captions' noun phrases"
+    where = " (the train split of that evaluation task)" if data.class_data in (data.eval_tasks or ()) else ""
     return {
-        "class-labelled images (iCLIP, UniCL)": f"`{data.class_data}`",
+        "class-labelled images (iCLIP, UniCL)": f"`{data.class_data}`{where}",
         "dictionary definitions (iCLIP)": "WordNet 3.0 glosses of the class names (Debian's wordnet-base)",
         "a pretrained text model (ProtoCLIP's external teacher)": "MiniLM (all-MiniLM-L6-v2, the packaged model)",
         "part-of-speech tags (TP_Postag)": "spaCy's en_core_web_sm tagger on the captions",
@@ -456,23 +576,27 @@ def gains_table(results: Mapping[str, Sequence[dict]], variants: Sequence[str], 
     return pd.DataFrame(rows).set_index("metric")
 
 
-def world_claims(scale: str = "laptop") -> list[dict[str, Any]]:
-    """The head to head's claims judged on the results store at ``scale``, found through the chapter registry (a
-    paper's folder imports no other paper's); ``[]`` where no head to head is registered."""
-    return next((c.claims(scale) for c in registered_chapters() if c.name == "headtohead"), [])
+def world_claims(scale: str = "laptop") -> pd.DataFrame:
+    """The head to head's claims judged at 5% FDR across the book (the scorecard's lines at ``scale``, indexed by id:
+    the words its page states); empty where no head to head is registered."""
+    card = scorecard_lines(scale)
+    return card[card["paper"].isin([c.paper for c in registered_chapters() if c.name == "headtohead"])].set_index("id")
 
 
 def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.DataFrame:
-    """Each idea's verdict on the generated world (the head to head's equal-samples claim, read from the results store
-    through ``world_claims``) beside its verdict on the drawings, with a sentence on what carried over."""
-    world = {line["id"]: line for line in world_claims(scale)}
+    """Each idea's verdict on the generated world (the head to head's equal-samples claim at 5% FDR, from the
+    scorecard through ``world_claims``) beside its verdict on the drawings (``drawing_claims``: the page's lines
+    judged across the book, ``report.book_fdr``'s), with a sentence on what carried over. Both are the words at 5% FDR
+    that the two pages state."""
+    world = world_claims(scale)
     rows = []
     for claim_id, line in drawing_claims.iterrows():
         variant = str(claim_id).removeprefix("D_")
         if variant not in VARIANTS:
             continue
-        on_world = world.get(f"H_{variant}_samples", {})
-        a, b = str(on_world.get("verdict") or "not run"), str(line["verdict"] or "not run")
+        key = f"H_{variant}_samples"
+        on_world = world.loc[key] if key in world.index else pd.Series({"verdict_fdr": "not run", "book_value": ""})
+        a, b = str(on_world["verdict_fdr"] or "not run"), str(line["verdict_fdr"] or "not run")
         if "not run" in (a, b):
             sentence = (
                 "cannot be compared: " + ("the world's claim" if a == "not run" else "this claim") + " is not run"
@@ -484,7 +608,7 @@ def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.Da
         rows.append(
             {
                 "idea": VARIANTS[variant].label,
-                "world (head to head)": f"{a} ({on_world.get('book_value', '')})" if on_world.get("book_value") else a,
+                "world (head to head)": f"{a} ({on_world['book_value']})" if on_world["book_value"] else a,
                 "real drawings": f"{b} ({line['book_value']})" if line["book_value"] else b,
                 "what carried over": sentence,
             }
@@ -553,7 +677,8 @@ def gains_figure(
         ax.errorbar(means, y, xerr=np.array(errors).T if errors else None, fmt="o", capsize=3)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_yticks(y, labels)
-        ax.set_xlabel(f"gain in points: {metrics[key]}")
+        ax.set_xlabel(f"gain (pp, mean and 95% interval): {metrics[key]}")
+        ax.set_ylabel("variant minus its reference")
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)
@@ -598,6 +723,8 @@ def feature_map_figure(
         ax.set_title(label)
         ax.set_xticks([])
         ax.set_yticks([])
+        ax.set_xlabel("t-SNE dimension 1 (no units)")
+        ax.set_ylabel("t-SNE dimension 2 (no units)")
     axes[0][-1].legend(fontsize=7, markerscale=2, bbox_to_anchor=(1.02, 1), loc="upper left")
     fig.tight_layout()
     if path is not None:

@@ -39,7 +39,7 @@ import pandas as pd
 
 from vlp_lib import experiment, runs
 from vlp_lib.book import data as book_data
-from vlp_lib.book import lineup
+from vlp_lib.book import lineup, report
 from vlp_lib.book.claims import Claim, judge_stored, our_chance
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import (
@@ -55,10 +55,10 @@ from vlp_lib.book.lineup import (
     trained_samples,
 )
 from vlp_lib.book.lineup import IMAGE_ONLY_SIZE as IMAGE_ONLY_SIZE  # re-exported: the page and the tests read them
-from vlp_lib.book.lineup import check_data as check_data
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import fmt, mean_std, seed_values
 from vlp_lib.config import as_list, scale_defaults
+from vlp_lib.data import folder_tasks
 from vlp_lib.run_config import RunConfig
 from vlp_lib.suite import VALIDATION_TASKS
 
@@ -189,6 +189,25 @@ def check_time_factors(factors: Any, scale: str = "laptop") -> list[float]:
     if len(set(values)) != len(values):
         raise ValueError(f"time_factors must not repeat, got {factors!r}")
     return sorted({float(f) for f in values} | {1.0})
+
+
+def check_data(train_data: Any = "world", eval_tasks: Any = None, class_data: Any = "world") -> Data:
+    """The notebook's data parameters as a ``Data`` (``lineup.check_data``: ``ValueError`` naming the parameter before
+    any compute). On pairs of your own, ``class_data="world"`` (the default: the world's class-only view, which real
+    pairs cannot use) is the first image-folder task of ``eval_tasks`` (its train split: the iCLIP chapter's and the
+    drawings' rule), said in a printed note; without one iCLIP and UniCL are skipped, and ``lineup.skipped`` says
+    which parameter would give them class data."""
+    data = lineup.check_data(train_data, eval_tasks, class_data)
+    if data.is_world or data.class_data != "world":
+        return data
+    folder = next((t for t in data.eval_tasks or () if folder_tasks.is_folder_task(t)), None)
+    if folder is None:
+        return data
+    print(
+        f"note: class_data not given: iCLIP and UniCL take the train split of {folder!r}, the first image-folder task "
+        "of eval_tasks, as their class-labelled images (-p class_data folder:PATH names another)"
+    )
+    return replace(data, class_data=folder)
 
 
 def resolve_seeds(scale: str, seeds: Any) -> list[int]:
@@ -517,24 +536,35 @@ def run_chapter(
 
 
 def summary_table(
-    results: Mapping[Row, Sequence[dict]], calibration: Calibration, variants: Sequence[str], metric: str = LINEAR
+    results: Mapping[Row, Sequence[dict]],
+    calibration: Calibration,
+    variants: Sequence[str],
+    metric: str = LINEAR,
+    claims: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One line per variant: its gain over CLIP on ``metric`` at equal samples and at equal seconds (mean per-seed
-    difference in pp, [95% t interval]), its cost per step relative to CLIP, the samples it trains in CLIP's
-    seconds, and the supervision it needs beyond pairs."""
+    """One line per variant: its gain over CLIP on ``metric`` at equal samples and at equal seconds, its cost per step
+    relative to CLIP, the samples it trains in CLIP's seconds, and the supervision it needs beyond pairs. A gain that
+    a claim of ``claims`` (the page's lines judged across the book, ``report.book_fdr``'s) states on ``metric`` is
+    that claim's: its mean per-seed difference, its interval (pooled where the rule pools) and its verdict at 5% FDR,
+    one set of numbers with the claims table; another is the plain paired gain ([95% t interval])."""
     clip = results[Row(CLIP)]
+
+    def gain(v: str, budget: str, records: Sequence[dict] | None) -> str:
+        claim_id = f"H_{v}_{budget}"
+        if claims is not None and claim_id in claims.index and claims.loc[claim_id, "metric"] == metric:
+            line = claims.loc[claim_id]
+            if line["book_value"]:
+                return f"{line['book_value']} {line['interval']} ({line['verdict_fdr']})"
+        return lineup.paired_gain(records or [], clip, metric)
+
     lines = []
     for v in variants:
         same, timed = results.get(Row(v)), results.get(Row(v, "seconds"))
         lines.append(
             {
                 "variant": VARIANTS[v].label,
-                "gain at equal samples (pp)": "reference"
-                if v == CLIP
-                else lineup.paired_gain(same or [], clip, metric),
-                "gain at equal seconds (pp)": "reference"
-                if v == CLIP
-                else lineup.paired_gain(timed or [], clip, metric),
+                "gain at equal samples (pp)": "reference" if v == CLIP else gain(v, "samples", same),
+                "gain at equal seconds (pp)": "reference" if v == CLIP else gain(v, "seconds", timed),
                 "cost per step (x CLIP)": f"{calibration.relative_cost(v):.2f}",
                 "samples in CLIP's seconds": f"{np.mean([r['samples'] for r in timed]):,.0f}" if timed else "",
                 "extra supervision": VARIANTS[v].extra,
@@ -619,8 +649,11 @@ def curve_points(
     return pd.DataFrame(lines)
 
 
-def curve_figure(points: pd.DataFrame, path: Any = None, metric: str = LINEAR) -> Any:
-    """Accuracy against training seconds, one curve per variant (error bars: std over the point's seeds); saved
+def curve_figure(
+    points: pd.DataFrame, path: Any = None, metric: str = LINEAR, chance: float | None = None, name: str | None = None
+) -> Any:
+    """Accuracy against training seconds, one curve per variant (error bars: std over the point's seeds), ``chance``
+    (a fraction, as the metric) dashed; the y axis names ``name`` (default: ``METRICS``' name of ``metric``); saved
     with ``plots.save`` at ``path``."""
     import matplotlib as mpl
     from matplotlib.figure import Figure
@@ -642,8 +675,9 @@ def curve_figure(points: pd.DataFrame, path: Any = None, metric: str = LINEAR) -
                 capsize=2,
                 label=label,
             )
-        ax.set_xlabel("training seconds on this machine (mean over seeds)")
-        ax.set_ylabel(f"{METRICS.get(metric, metric)} (%)")
+        plots.chance_line(ax, None if chance is None else 100 * chance)
+        ax.set_xlabel("training seconds on this machine (s, mean over seeds)")
+        ax.set_ylabel(f"{name or METRICS.get(metric, metric)} (%)")
         ax.set_title("Accuracy against training seconds")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if path is not None:
@@ -743,23 +777,30 @@ def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[di
 
 
 def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
-    """The claims at ``budget`` ("samples" or "seconds") in one sentence: which variants beat CLIP, which are within
-    ±1 pp of it, which fall below it and which are undecided (their mean per-seed difference beside)."""
+    """The claims at ``budget`` ("samples" or "seconds") in one sentence, by their verdict at 5% FDR across the book
+    (``claims``: the page's lines, ``report.book_fdr``'s): which variants beat CLIP, which are within ±1 pp of it,
+    which fall below it (beyond the margin, or within it) and which are undecided (their mean per-seed difference
+    beside)."""
     groups: dict[str, list[str]] = {}
     names = {
-        "reproduced": "above CLIP",
-        "no effect": "within ±1 pp of CLIP",
-        "opposite": "below CLIP",
-        "not run": "not run",
+        report.REPRODUCED: "above CLIP",
+        report.LARGER: "above CLIP",
+        report.SMALLER_REPRODUCED: "above CLIP",
+        report.NO_EFFECT: "within ±1 pp of CLIP",
+        report.OPPOSITE_WITHIN: "below CLIP by less than 1 pp",
+        report.OPPOSITE: "below CLIP",
+        report.NOT_RUN: "not run",
     }
     for claim_id, line in claims.iterrows():
         if not str(claim_id).endswith(f"_{budget}"):
             continue
         variant = VARIANTS[str(claim_id)[2 : -len(budget) - 1]]
-        group = names.get(str(line["verdict"]), "undecided")
+        group = names.get(str(line["verdict_fdr"]), "undecided at 5% FDR")
         value = f" ({line['book_value']})" if line["book_value"] else ""
         groups.setdefault(group, []).append(f"{variant.label}{value}")
-    order = ["above CLIP", "within ±1 pp of CLIP", "below CLIP", "undecided", "not run"]
+    order = [*dict.fromkeys(names.values()), "undecided at 5% FDR"]
+    order.remove("not run")
+    order.append("not run")
     return "; ".join(f"{g}: {', '.join(groups[g])}" for g in order if g in groups) or "no claim judged"
 
 

@@ -116,6 +116,9 @@ ZSL_LAYERS = 3  # the C-11 / C-12 / C-13 analogue: rn-tiny's layer2, layer3, lay
 VOC, IN1K, COCO = "objects_shift/map", "shapes_colours/linear", "objects/map"
 TARGETS = {"VOC": VOC, "IN-1K": IN1K, "COCO": COCO}
 PROXY, LM_ALONE, TP_LOSS = "proxy/mtp_top1", "proxy/lm_top1", "proxy/tp_loss"
+# practical margin of a difference in the validation tag-prediction loss (nats): about 2% of the loss the runs reach
+# (0.23), stated by the book (the paper gives no numbers)
+TP_LOSS_MARGIN = 0.005
 FULL_EVAL = ("shapes_colours", "objects", "objects_shift")
 # No precision of the chapter's own: the model's (``models.DEFAULT_PRECISION``: fp32 for the CPU presets, bf16
 # autocast for RN50 / ViT-B-32 at the paper scale). bf16 autocast made rn-tiny's 64 px training step 159 -> 89 ms on
@@ -749,6 +752,7 @@ def _claims() -> list[Claim]:
             "sweep",
             VOC,
             "1K 81.4, 2.5K 82.1, 5K 82.6, 10K 81.9: best at 5K; 5K - 10K +0.7 pp",
+            0.007,
             notebook="labels",
             grid=tuple(SIZES.items()),
             paper_best=K_DEFAULT,
@@ -918,6 +922,7 @@ def _claims() -> list[Claim]:
             better=LAMBDAS[1.0],
             reference=LAMBDAS[paper.LAMBDA_RN50],
             percent=False,
+            margin=TP_LOSS_MARGIN,
         ),
     ]
     tps = (TP_LABEL, TP_POSTAG, TP_CLUSTER)
@@ -985,6 +990,10 @@ def _zsl_maps() -> list[int]:
 
 
 CLAIMS: list[Claim] = _claims()
+# The chapter's primary claim: the abstract's headline: ICMLM (masked words predicted from the image) learns better
+# visual features than tag prediction from the same captions, compared at equal samples. Its verdict heads the
+# chapter; the other claims are secondary, and the false discovery rate family stays the whole book.
+PRIMARY = "M7_fair_voc"
 CLAIM_NOTEBOOKS = tuple(dict.fromkeys(c.notebook for c in CLAIMS))
 RULES: list[str] = [EVERY_RULE]
 

@@ -27,8 +27,16 @@ import pandas as pd
 
 from vlp_lib import experiment, runs
 from vlp_lib.book import data
-from vlp_lib.book.claims import Claim, claim_test, compared_rows, judge
-from vlp_lib.book.report import PairedTest, format_test, mean_std
+from vlp_lib.book.claims import Claim, decisive_comparison, judge
+from vlp_lib.book.report import (
+    SCORECARD_COLUMNS,
+    PairedTest,
+    book_fdr,
+    format_test,
+    interval_text,
+    mean_std,
+    verdict_text,
+)
 from vlp_lib.config import (
     as_list,
     check_bool,
@@ -49,6 +57,13 @@ SWEEPS = {
     "target_temperature": "Fig. 6 (b): target temperature tau_y (0 = hardmax)",
     "images_per_prototype": "Fig. 6 (c): images per prototype (L_Proto + L_CLIP)",
     "external_teacher": "Fig. 6 (d): external teacher",
+}
+# each sweep's x axis: the hyper-parameter its bars vary, with its unit
+SWEEP_AXES = {
+    "episode_size": "episode size (pairs)",
+    "target_temperature": "target temperature τ_y (0 = hardmax)",
+    "images_per_prototype": "images per prototype",
+    "external_teacher": "external teacher",
 }
 
 # Sizes per scale. Laptop: a 10,240-pair world and 2 epochs of training per run, 160 steps of 128 pairs
@@ -327,6 +342,45 @@ def bar_metric(config: RunConfig) -> str:
     return f"{folder_tasks.metric_name(tasks[0])}/linear"
 
 
+def chance_level(plan: Plan) -> float | None:
+    """What a random guesser scores on the bars' metric (``plan.metric``) under the plan's evaluation
+    (``suite.chance_levels``: 1 / classes of each task's test split; an average such as avg3's linear probe, the
+    mean of its tasks' levels), ``None`` where it names none. Reads the tasks' test labels (cached after the runs'
+    evaluation)."""
+    from vlp_lib.suite import chance_levels
+
+    level = chance_levels(plan.config.eval).get(plan.metric)
+    return None if level is None else float(level)
+
+
+def bar_ylabel(plan: Plan) -> str:
+    """The bars' y axis: the metric they read, in percent."""
+    if plan.metric == "avg3/linear":
+        return "avg3 linear-probe accuracy (%)"
+    task, _, metric = plan.metric.partition("/")
+    return f"{task} {metric.replace('_', ' ')}-probe accuracy (%)" if metric == "linear" else f"{plan.metric} (%)"
+
+
+def figure_alt(plan: Plan, sweep: str, table: pd.DataFrame, chance: float | None) -> str:
+    """The alt text of ``sweep``'s bar chart (``table``: its rows of ``sweep_table``; ``chance``: ``chance_level``)."""
+
+    def value(v: Any) -> str:
+        return f"{int(v):,}" if isinstance(v, (int, float, np.number)) and float(v).is_integer() else str(v)
+
+    seeds = sorted({int(n) for n in table["seeds"]})
+    over = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]} to {seeds[-1]}"
+    what = (
+        "linear-probe accuracy averaged over shapes10, shapes_colours and clutter10"
+        if plan.metric == "avg3/linear"
+        else bar_ylabel(plan).removesuffix(" (%)")
+    )
+    return (
+        f"Bar chart, {SWEEPS[sweep]}: ProtoCLIP's {what} (%) for each value of the {SWEEP_AXES[sweep]}: "
+        f"{', '.join(value(v) for v in table['value'])}; mean ± std over {over} seed{'s' if seeds[-1] != 1 else ''}"
+        + (f"; chance ({100 * chance:.1f}%) dashed." if chance is not None else ".")
+    )
+
+
 def estimate_seconds(plan: Plan, rates: dict[str, float] | None = None) -> dict[str, float]:
     """Wall time of the runs not yet stored, on this machine: ``rates`` measured by ``calibrate_rates`` on the
     plan's first missing run (seconds; pass ``rates`` to skip it, as the tests do), summed by ``run_seconds`` over
@@ -525,9 +579,9 @@ def judged(
         line = judge(c, rows, paper_name)
         if line["verdict"] == "not run":
             continue
-        better, reference = compared_rows(c, rows)
+        test, better, reference = decisive_comparison(c, rows)  # the comparison the line's interval and p are of
         setting, reference_value = cast(tuple[str, Any], better)[1], cast(tuple[str, Any], reference)[1]
-        out.append((c, line, claim_test(c, rows), setting, reference_value))
+        out.append((c, line, test, setting, reference_value))
     return out
 
 
@@ -610,6 +664,34 @@ def scorecard_lines(
         line, text = judged_lines[row["id"]]
         out[row["id"]] = {**line, "book_value": f"{text['book_value']} ({row['setting']} vs {row['reference']})"}
     return out
+
+
+def page_table(results: list[tuple[Run, dict]], plan: Plan, paper_name: str = "ProtoCLIP") -> pd.DataFrame:
+    """The page's table of the claims ``claims_table`` judges, indexed by claim id, with the scorecard's numbers
+    (``scorecard_lines``: the mean per-seed difference of the bars each line compares, its interval on its degrees
+    of freedom) and its verdict at 5% FDR across the book (``report.book_fdr`` at the plan's scale), the word judged
+    alone beside it where the two differ; then the paper's gain, p / q, the detectable effect and the seeds a new
+    experiment would plan."""
+    table = claims_table(results, plan).set_index("id")
+    if not len(table):
+        return table
+    lines = pd.DataFrame.from_dict(scorecard_lines(results, plan, paper_name), orient="index")
+    lines = book_fdr(lines.reindex(columns=SCORECARD_COLUMNS[1:]).rename_axis("id"), plan.scale)
+    q = pd.to_numeric(lines["q"], errors="coerce")
+    return pd.DataFrame(
+        {
+            "sweep": table["sweep"],
+            "claim": table["claim"],
+            "paper gain (pp)": table["paper gain (pp)"].astype(object).where(table["paper gain (pp)"].notna(), "—"),
+            "book (mean Δ per seed)": lines["book_value"],
+            "95% interval (df)": [interval_text(str(i), str(d)) for i, d in zip(lines["interval"], lines["df"])],
+            "verdict at 5% FDR": [verdict_text(f, v) for f, v in zip(lines["verdict_fdr"], lines["verdict"])],
+            "p / q": [f"{a:.4f} / {b:.4f}" for a, b in zip(pd.to_numeric(lines["p"]), q)],
+            "detectable": table["detectable effect"],
+            "seeds planned": table["seeds planned"],
+        },
+        index=table.index,
+    )
 
 
 CLAIMS_TABLE_COLUMNS = [

@@ -1,0 +1,231 @@
+"""The book's findings as generated text: every verdict word, interval and count that the README, the introduction
+and each chapter's opening page state, written from the scorecard (``report.scorecard``) between markers, so that
+no page states a number typed or computed a second way.
+
+A block sits between ``<!-- findings:NAME -->`` and ``<!-- /findings:NAME -->`` in a Markdown file; ``write``
+replaces what lies between (the markers stay), ``stale`` lists the blocks that differ from the scorecard given.
+``python -m vlp_lib.book.findings write`` writes them from the release's records (``release/``, unpacked into a
+scratch store; trains nothing), ``check`` exits 1 naming each stale block; ``make repage`` and ``make release`` write
+them after shipping pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from vlp_lib.book import release, report
+from vlp_lib.papers import chapters
+from vlp_lib.paths import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+INTRO = REPO_ROOT / "book" / "intro.md"
+BLOCK = re.compile(r"(<!-- findings:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /findings:(?P=name) -->)", re.S)
+
+# the order words are listed in: the paper's direction first, the opposite last
+WORD_ORDER = (
+    report.REPRODUCED,
+    report.LARGER,
+    report.SMALLER_REPRODUCED,
+    report.SMALLER,
+    report.NO_EFFECT,
+    report.OPPOSITE_WITHIN,
+    report.OPPOSITE,
+)
+
+
+def _count_words(verdicts: Iterable[str], words: Sequence[str]) -> str:
+    """ "3 reproduced, 1 opposite" in ``words`` order, the words absent left out ("none" when all are)."""
+    counts = pd.Series(list(verdicts), dtype=object).value_counts()
+    parts = [f"{int(counts[w])} {w}" for w in words if w in counts.index]
+    return ", ".join(parts) if parts else "none"
+
+
+def summary(card: pd.DataFrame) -> pd.DataFrame:
+    """Per paper (book order): its claims, the tested ones, those decided at 5% FDR, one column per verdict word
+    at 5% FDR (``report.DECIDED`` and inconclusive), the cost claims by word and the claims not run; every row's word
+    columns add to its claims."""
+    papers = list(dict.fromkeys(card["paper"]))
+    tested = report.tested_claims(card)
+    out = pd.DataFrame(index=pd.Index(papers, name="paper"))
+    out["claims"] = card.groupby("paper").size()
+    out["tested"] = tested.groupby("paper").size()
+    out["decided at 5% FDR"] = tested[tested["verdict_fdr"].isin(report.DECIDED)].groupby("paper").size()
+    for word in (*WORD_ORDER, report.INCONCLUSIVE):
+        out[word] = tested[tested["verdict_fdr"] == word].groupby("paper").size()
+    for word in report.COST_VERDICTS:
+        out[f"cost: {word}"] = card[card["verdict_fdr"] == word].groupby("paper").size()
+    out["not run"] = card[card["verdict_fdr"].isin([report.NOT_RUN, report.NOT_BUILT])].groupby("paper").size()
+    out = out.fillna(0).astype(int)
+    return out.loc[:, (out != 0).any() | out.columns.isin(["claims", "tested", "decided at 5% FDR"])]
+
+
+def _value(line: Mapping) -> str:
+    """ "−3.02 pp [−5.10, −0.94] pp" (the interval where there is one)."""
+    value, interval = str(line["book_value"]), str(line["interval"])
+    text = value if not interval or interval == "nan" else f"{value}, 95% interval {interval}"
+    return re.sub(r"(?<![\w.])-(?=\d)", "−", text)  # a minus sign, not a hyphen
+
+
+def counts_text(card: pd.DataFrame) -> str:
+    """The book's counts: claims, tested, decided one by one and at 5% FDR, each word's count."""
+    tested = report.tested_claims(card)
+    decided_alone = int(tested["verdict"].isin(report.DECIDED).sum())
+    decided = tested[tested["verdict_fdr"].isin(report.DECIDED)]
+    costs = card[card["verdict_fdr"].isin(report.COST_VERDICTS)]
+    not_run = int(card["verdict_fdr"].isin([report.NOT_RUN, report.NOT_BUILT]).sum())
+    share = f"{100 * len(decided) / max(len(tested), 1):.0f}%"
+    text = (
+        f"The scorecard holds {len(card)} claims: the five papers', the head to head's and the real drawings'; "
+        f"{len(tested)} of them are tested, {len(costs)} are cost claims"
+        + (f" and {not_run} are not run" if not_run else "")
+        + f". Judged one by one, {decided_alone} are decided; with the false discovery rate held at 5% across the "
+        f"book, {len(decided)} ({share}): {_count_words(decided['verdict_fdr'], WORD_ORDER)}. The other "
+        f"{len(tested) - len(decided)} stay inconclusive at these seeds."
+    )
+    if len(costs):
+        text += f" Cost claims, judged as costs: {_count_words(costs['verdict_fdr'], report.COST_VERDICTS)}."
+    return text
+
+
+def primary_table(card: pd.DataFrame) -> str:
+    """A Markdown table of each paper's primary claim: the claim, its verdict at 5% FDR, ours and the paper's."""
+    rows = [
+        "| paper | primary claim | verdict at 5% FDR | this book (mean Δ per seed) | paper |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for _, line in card[card["primary"]].iterrows():
+        rows.append(
+            f"| {line['paper']} | {line['claim']} ({line['source']}) | **{line['verdict_fdr']}** | {_value(line)} | "
+            f"{line['paper_value']} |"
+        )
+    return "\n".join(rows)
+
+
+def _decided_list(part: pd.DataFrame) -> str:
+    lines = part[part["verdict_fdr"].isin([*report.DECIDED, *report.COST_VERDICTS]) & ~part["primary"]]
+    return "; ".join(
+        f"{line['claim']} ({line['id']}): {line['verdict_fdr']}, {_value(line)}" for _, line in lines.iterrows()
+    )
+
+
+def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> str:
+    """A chapter's findings in one paragraph: its counts at 5% FDR, its primary claim with its verdict and numbers,
+    and (``decided_list``) every other decided claim with its word and numbers."""
+    part = card[card["paper"] == paper]
+    tested = report.tested_claims(part)
+    decided = tested[tested["verdict_fdr"].isin(report.DECIDED)]
+    text = (
+        f"{len(part)} claims, {len(tested)} tested; at 5% FDR {len(decided)} decided "
+        f"({_count_words(decided['verdict_fdr'], WORD_ORDER)})"
+    )
+    costs = part[part["verdict_fdr"].isin(report.COST_VERDICTS)]
+    if len(costs):
+        text += f" and {len(costs)} cost claims ({_count_words(costs['verdict_fdr'], report.COST_VERDICTS)})"
+    text += "."
+    primary = part[part["primary"]]
+    if len(primary):
+        line = primary.iloc[0]
+        text += (
+            f" Primary claim, the paper's headline ({line['source']}): {line['claim']}: **{line['verdict_fdr']}**, "
+            f"{_value(line)} (paper: {line['paper_value']})."
+        )
+    else:
+        text += " No paper states this chapter's claims, so none is primary."
+    others = _decided_list(part) if decided_list else ""
+    if others:
+        text += f" {'Decided beside it' if len(primary) else 'Decided'}: {others}."
+    return text
+
+
+def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int]) -> str:
+    """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the seeds, and where the set-up and
+    the rules are."""
+    return (
+        "```{admonition} What this chapter finds\n"
+        f"{chapter_text(card, paper)} Seeds {', '.join(map(str, seeds))}, paired by seed; every word is the verdict "
+        "at a 5% false discovery rate across the book ({doc}`executed/scorecard`, where the rules are stated). How "
+        "the runs are set up: {doc}`experiments`.\n"
+        "```"
+    )
+
+
+def blocks(card: pd.DataFrame) -> dict[Path, dict[str, str]]:
+    """``{file: {block name: text}}`` of every generated block, from ``card`` (``report.scorecard``'s)."""
+    readme = {"counts": counts_text(card), "primary": primary_table(card)}
+    for chapter in chapters():
+        readme[f"chapter-{chapter.name}"] = f"- **{chapter.paper}**: {chapter_text(card, chapter.paper, False)}"
+    out = {README: readme, INTRO: {"counts": counts_text(card), "primary": primary_table(card)}}
+    for chapter in chapters():
+        page = REPO_ROOT / "book" / f"{chapter.name}.md"
+        out[page] = {"headline": headline(card, chapter.paper, chapter.seeds("laptop"))}
+    return out
+
+
+def _replace(text: str, wanted: Mapping[str, str], path: Path) -> str:
+    found = {m.group("name") for m in BLOCK.finditer(text)}
+    missing = sorted(set(wanted) - found)
+    if missing:
+        raise ValueError(f"{path}: no block for {missing} (add '<!-- findings:NAME -->' and '<!-- /findings:NAME -->')")
+
+    def body(m: re.Match) -> str:
+        name = m.group("name")
+        return m.group(1) + (wanted[name].rstrip("\n") + "\n" if name in wanted else m.group("body")) + m.group(4)
+
+    return BLOCK.sub(body, text)
+
+
+def stale(card: pd.DataFrame) -> list[str]:
+    """The blocks whose text differs from what ``card`` gives: "FILE: block NAME"."""
+    out = []
+    for path, wanted in blocks(card).items():
+        text = path.read_text()
+        current = {m.group("name"): m.group("body") for m in BLOCK.finditer(text)}
+        for name, body in wanted.items():
+            if current.get(name) != body.rstrip("\n") + "\n":
+                out.append(f"{path.relative_to(REPO_ROOT)}: block {name}")
+    return out
+
+
+def write(card: pd.DataFrame) -> list[Path]:
+    """Write every block from ``card``; returns the files changed."""
+    changed = []
+    for path, wanted in blocks(card).items():
+        text = path.read_text()
+        new = _replace(text, wanted, path)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
+def release_scorecard(scale: str = "laptop") -> pd.DataFrame:
+    """The scorecard of the release's own records (unpacked into a scratch store; trains nothing)."""
+    with tempfile.TemporaryDirectory(prefix="vlp-findings-") as tmp:
+        store = release.unpack(release.RELEASE_DIR, Path(tmp))
+        with release.using_store(store):
+            return report.scorecard(scale)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vlp_lib.book.findings", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["write", "check"])
+    args = parser.parse_args(argv)
+    card = release_scorecard()
+    if args.action == "write":
+        for path in write(card):
+            print(f"wrote {path.relative_to(REPO_ROOT)}")
+        return 0
+    blocks_stale = stale(card)
+    for line in blocks_stale:
+        print(f"stale: {line} (python -m vlp_lib.book.findings write)")
+    return 1 if blocks_stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
