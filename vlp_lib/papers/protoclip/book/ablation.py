@@ -675,7 +675,7 @@ def page_table(results: list[tuple[Run, dict]], plan: Plan, paper_name: str = "P
     table = claims_table(results, plan).set_index("id")
     if not len(table):
         return table
-    lines = pd.DataFrame.from_dict(scorecard_lines(results, plan, paper_name), orient="index")
+    lines = pd.DataFrame.from_dict(scorecard_lines(results, plan, paper_name, plan.metric), orient="index")
     lines = book_fdr(lines.reindex(columns=SCORECARD_COLUMNS[1:]).rename_axis("id"), plan.scale)
     q = pd.to_numeric(lines["q"], errors="coerce")
     return pd.DataFrame(
