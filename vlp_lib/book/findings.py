@@ -40,10 +40,11 @@ WORD_ORDER = (
 
 
 def _count_words(verdicts: Iterable[str], words: Sequence[str]) -> str:
-    """ "3 reproduced, 1 opposite" in ``words`` order, the words absent left out ("none" when all are)."""
+    """ "3 *reproduced*; 1 *opposite*" in ``words`` order (a word may hold a comma: "opposite, within the margin"),
+    the words absent left out ("none" when all are)."""
     counts = pd.Series(list(verdicts), dtype=object).value_counts()
-    parts = [f"{int(counts[w])} {w}" for w in words if w in counts.index]
-    return ", ".join(parts) if parts else "none"
+    parts = [f"{int(counts[w])} *{w}*" for w in words if w in counts.index]
+    return "; ".join(parts) if parts else "none"
 
 
 def summary(card: pd.DataFrame) -> pd.DataFrame:
@@ -133,7 +134,7 @@ def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> s
         line = primary.iloc[0]
         text += (
             f" Primary claim, the paper's headline ({line['source']}): {line['claim']}: **{line['verdict_fdr']}**, "
-            f"{_value(line)} (paper: {line['paper_value']})."
+            f"{_value(line)}; the paper: {line['paper_value']}."
         )
     else:
         text += " No paper states this chapter's claims, so none is primary."
