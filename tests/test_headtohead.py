@@ -259,7 +259,7 @@ def test_claims_are_judged_on_stored_records(monkeypatch):
     # the summary's gain at equal samples is the claim's: its mean, its (pooled) interval and its word at 5% FDR
     line = judged.loc["H_protoclip_samples"]
     assert summary.loc["ProtoCLIP", "gain at equal samples (pp)"] == (
-        f"{line['book_value']} {line['interval']} ({line['verdict_fdr']})"
+        f"{line['book_value']} {line['interval']}: {report.verdict_text(line['verdict_fdr'], line['verdict'])}"
     )
     assert chapter.metric_table(results, list(VARIANTS), chapter.ZERO_SHOT).loc["TP_Postag (K = 50)"].iloc[0] == "—"
     # the curve: each variant's equal-samples point and its point at CLIP's seconds, one point where they coincide

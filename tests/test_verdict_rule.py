@@ -56,7 +56,7 @@ def test_the_opposite_needs_the_margin_only_where_one_is_stated():
 
 def test_the_words_are_the_rules_words():
     for word in report.DECIDED:
-        assert word in report.VERDICT_RULE.lower()
+        assert word in (report.VERDICT_RULE + report.FDR_RULE).lower()
     assert report.OPPOSITE_WITHIN in report.DECIDED and report.OPPOSITE_WITHIN != report.OPPOSITE
 
 
@@ -149,7 +149,7 @@ def test_fdr_keeps_the_direction_of_a_size_word_that_does_not_stand():
         *({"id": f"x{i}", "paper": "P", "verdict": report.INCONCLUSIVE, "p": 0.5, "metric": "m"} for i in range(5)),
     ]
     card = report.with_fdr(_card(lines))
-    assert card.loc[0, "q"] > 0.05 and card.loc[0, "verdict_fdr"] == report.REPRODUCED
+    assert card.loc[0, "q"] > 0.05 and card.loc[0, "verdict_fdr"] == report.DIRECTION_ONLY
 
 
 def test_fdr_demotes_a_word_whose_q_is_above_5_percent():

@@ -96,7 +96,7 @@ CORRELATION_RULE = (
     "(the seeds share one teacher and one set of classes, so their rho are not independent draws of the claim: "
     "only their signs are counted): reproduced when the test finds rho > 0 (p < 0.05: at least 6 seeds, all "
     "positive), opposite when it finds rho < 0; with a control row, rho minus the control's rho per seed by "
-    "VERDICT_RULE. 'In every draw' checks: the same sign test over the evaluations."
+    "the comparison rule. 'In every draw' checks: the same sign test over the evaluations."
 )
 TIMING_RULE = COST_RULE  # the chapters read the rules here too
 RAW_MARGINS = {"/ari": 0.01, "/ami": 0.01}  # metric suffix -> practical margin of a raw (not percent) metric

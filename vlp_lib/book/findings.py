@@ -32,6 +32,7 @@ WORD_ORDER = (
     report.REPRODUCED,
     report.LARGER,
     report.SMALLER_REPRODUCED,
+    report.DIRECTION_ONLY,
     report.SMALLER,
     report.NO_EFFECT,
     report.OPPOSITE_WITHIN,
@@ -86,7 +87,7 @@ def counts_text(card: pd.DataFrame) -> str:
         f"{len(tested)} of them are tested, {len(costs)} are cost claims"
         + (f" and {not_run} are not run" if not_run else "")
         + f". Judged one by one, {decided_alone} are decided; with the false discovery rate held at 5% across the "
-        f"book, {len(decided)} ({share}): {_count_words(decided['verdict_fdr'], WORD_ORDER)}. The other "
+        f"book, {len(decided)} ({share} of the tested): {_count_words(decided['verdict_fdr'], WORD_ORDER)}. The other "
         f"{len(tested) - len(decided)} stay inconclusive at these seeds."
     )
     if len(costs):
@@ -106,6 +107,17 @@ def primary_table(card: pd.DataFrame) -> str:
             f"{line['paper_value']} |"
         )
     return "\n".join(rows)
+
+
+def _full_text(part: pd.DataFrame, claim_id: str) -> str:
+    """A claim's text, a continuation ("... and on VOC") led by the claim it continues (the nearest before it)."""
+    texts = list(zip(part["id"], part["claim"]))
+    index = next(i for i, (cid, _) in enumerate(texts) if cid == claim_id)
+    text = str(texts[index][1])
+    if text.startswith("..."):
+        lead = next((str(t) for _, t in reversed(texts[:index]) if not str(t).startswith("...")), "")
+        return f"{lead} {text}" if lead else text
+    return text
 
 
 def _decided_list(part: pd.DataFrame) -> str:
@@ -150,8 +162,8 @@ def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int]) -> str:
     return (
         "```{admonition} What this chapter finds\n"
         f"{chapter_text(card, paper)} Seeds {', '.join(map(str, seeds))}, paired by seed; every word is the verdict "
-        "at a 5% false discovery rate across the book ({doc}`executed/scorecard`, where the rules are stated). How "
-        "the runs are set up: {doc}`experiments`.\n"
+        "at a 5% false discovery rate across the book but a cost's, which is judged as a cost, outside that family "
+        "({doc}`executed/scorecard`, where the rules are stated). How the runs are set up: {doc}`experiments`.\n"
         "```"
     )
 

@@ -69,11 +69,13 @@ NO_EFFECT = "no effect"
 OPPOSITE_WITHIN = "opposite, within the margin"
 OPPOSITE = "opposite"
 INCONCLUSIVE = "inconclusive"
+# at 5% FDR, a size word whose size does not stand while its direction does: the paper's direction, size undecided
+DIRECTION_ONLY = "the paper's direction, size undecided"
 # words of a tested claim that decide it (each with a p-value, each counted in its own column, never pooled together)
-DECIDED = (REPRODUCED, SMALLER_REPRODUCED, LARGER, SMALLER, NO_EFFECT, OPPOSITE_WITHIN, OPPOSITE)
-VERDICTS = (*DECIDED[:5], INCONCLUSIVE, *DECIDED[5:])
+DECIDED = (REPRODUCED, SMALLER_REPRODUCED, LARGER, DIRECTION_ONLY, SMALLER, NO_EFFECT, OPPOSITE_WITHIN, OPPOSITE)
+VERDICTS = (*DECIDED[:6], INCONCLUSIVE, *DECIDED[6:])
 # the paper's direction at a size that can be the paper's, or smaller: the claim's direction holds
-HOLDS = (REPRODUCED, SMALLER_REPRODUCED, LARGER)
+HOLDS = (REPRODUCED, SMALLER_REPRODUCED, LARGER, DIRECTION_ONLY)
 # cost claims (seconds, shares of time, overheads): judged as costs against the paper's number (COST_RULE), no test
 CHEAPER, AS_CLAIMED, DEARER = "cheaper than claimed", "as claimed", "dearer than claimed"
 COST_VERDICTS = (CHEAPER, AS_CLAIMED, DEARER)
@@ -137,7 +139,7 @@ FDR_RULE = (
     "run excluded); a verdict stands at a 5% false discovery rate when its q <= 0.05, else it reads inconclusive. "
     "A word that states a size beside the direction (reproduced but smaller than claimed, larger than claimed) "
     "needs both tests; where the size does not stand, the direction alone is put to the same procedure (its p in "
-    "place of the claim's) and reads 'reproduced' when it stands. The verdict at 5% FDR is the word every page, "
+    "place of the claim's) and reads 'the paper's direction, size undecided' when it stands. The verdict at 5% FDR is the word every page, "
     "the README and the introduction state; the word of the claim judged alone may stand beside it, named as such."
 )
 
@@ -540,7 +542,7 @@ def claims_view(claims: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
 def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
     """``card`` with ``BOOK_COLUMNS`` (``FDR_RULE``): Benjamini-Hochberg q-values over the claims with a finite
     p-value, and each verdict at a ``level`` false discovery rate (a decided verdict whose q exceeds ``level``
-    reads "inconclusive", or "reproduced" where it states a size and its direction alone stands; verdicts without
+    reads "inconclusive", or ``DIRECTION_ONLY`` where it states a size and its direction alone stands; verdicts without
     a p-value, cost claims and claims not run, are kept)."""
     card = card.copy()
     p = pd.to_numeric(card["p"], errors="coerce").to_numpy(dtype=float)
@@ -554,7 +556,7 @@ def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
         second = demoted & np.isin(verdicts, [LARGER, SMALLER_REPRODUCED]) & np.isfinite(direction)
         if second.any():
             q_direction = stats.bh_qvalues(np.where(second, direction, p))
-            fdr = np.where(second & (q_direction <= level), REPRODUCED, fdr)
+            fdr = np.where(second & (q_direction <= level), DIRECTION_ONLY, fdr)
     card["verdict_fdr"] = fdr
     return card
 

@@ -1376,7 +1376,7 @@ RULES: list[str] = [
     "D4_teacher_vs_clip: per seed, rho(teacher) - rho(C_big of the same seed): shapes that are hard for any model "
     "would make rho(teacher) > 0 by themselves; the control asks for more.",
     "MMD claims (D6): the ordering must hold for every kernel (linear, polynomial, RBF) and every subsampling draw, "
-    "and the sign test over those evaluations must find it (CORRELATION_RULE); opposite when it finds the reverse.",
+    "and the sign test over those evaluations must find it (the rank-correlation rule above); opposite when it finds the reverse.",
 ]
 
 

@@ -545,8 +545,8 @@ def summary_table(
     """One line per variant: its gain over CLIP on ``metric`` at equal samples and at equal seconds, its cost per step
     relative to CLIP, the samples it trains in CLIP's seconds, and the supervision it needs beyond pairs. A gain that
     a claim of ``claims`` (the page's lines judged across the book, ``report.book_fdr``'s) states on ``metric`` is
-    that claim's: its mean per-seed difference, its interval (pooled where the rule pools) and its verdict at 5% FDR,
-    one set of numbers with the claims table; another is the plain paired gain ([95% t interval])."""
+    that claim's: its mean per-seed difference, its interval (pooled where the rule pools) and its verdict at 5% FDR
+    (the word judged alone beside it where it differs), one set of numbers with the claims table; another is the plain paired gain ([95% t interval])."""
     clip = results[Row(CLIP)]
 
     def gain(v: str, budget: str, records: Sequence[dict] | None) -> str:
@@ -554,7 +554,7 @@ def summary_table(
         if claims is not None and claim_id in claims.index and claims.loc[claim_id, "metric"] == metric:
             line = claims.loc[claim_id]
             if line["book_value"]:
-                return f"{line['book_value']} {line['interval']} ({line['verdict_fdr']})"
+                return f"{line['book_value']} {line['interval']}: {report.verdict_text(line['verdict_fdr'], line['verdict'])}"
         return lineup.paired_gain(records or [], clip, metric)
 
     lines = []
