@@ -42,7 +42,6 @@ from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import CLIP, VARIANTS, Data, run_of
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import (
-    NOT_BUILT,
     fmt,
     mean_std,
     paired_interval,
@@ -482,13 +481,13 @@ def claims_table(results: Mapping[str, Sequence[dict]], claims: Sequence[Claim] 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Every claim judged on the results store at ``scale`` (the default drawings; trains nothing). Where the
-    drawings are not built here, the runs are found by their pinned configs (``pinned_stored``); without pinned
-    configs at ``scale`` the claims read "records restored, data not built" with the command that builds them."""
+    drawings are not built here, the runs are found by their pinned configs (``pinned_stored``: a reader who restored
+    the release judges them without the pixels); without pinned configs at ``scale`` they are not run, with the
+    command that builds the drawings."""
     seeds = list(seeds or resolve_seeds(scale, None))
     if not built(DRAWINGS) and not pinned_configs(scale):
-        reason = f"{NOT_BUILT}: `{BUILD_COMMAND}` builds them (about 3 minutes)"
-        lines = judge_stored([replace(c, kind="not_run", reason=reason) for c in CLAIMS], lambda row: None, PAPER)
-        return [{**line, "verdict": NOT_BUILT} for line in lines]
+        reason = f"the drawings are not built here and no run configs are pinned at scale {scale!r}: `{BUILD_COMMAND}`"
+        return judge_stored([replace(c, kind="not_run", reason=reason) for c in CLAIMS], lambda row: None, PAPER)
     return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), PAPER)
 
 
