@@ -208,17 +208,7 @@ def test_chapters_cover_every_notebook_and_the_toc():
     mapped = pages.select_notebooks()
     assert sorted(mapped) == stems and len(set(mapped)) == len(mapped), "every notebook in exactly one chapter"
 
-    def files(node):
-        if isinstance(node, dict):
-            yield from ([node["file"]] if "file" in node else [])
-            for value in node.values():
-                yield from files(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from files(item)
-
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    executed = sorted(f.rsplit("/", 1)[1] for f in files(toc) if f.startswith("book/executed/"))
+    executed = sorted(f.rsplit("/", 1)[1] for f in _toc_files(root) if f.startswith("book/executed/"))
     assert executed == stems, "the book's table of contents shows every executed notebook"
     assert pages.select_notebooks(["protoclip"])[-1] == "scorecard"  # judges the chapter's runs: last
     assert pages.select_notebooks(["protoclip"], scorecard=False) == pages.CHAPTERS["protoclip"]
