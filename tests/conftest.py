@@ -128,6 +128,17 @@ def _isolated_dirs(tmp_path_factory, monkeypatch):
     yield
 
 
+@pytest.fixture(scope="session")
+def release_card():
+    """The scorecard of the release's own records (``findings.release_scorecard``), computed once for the tests that
+    check the shipped book against it; skipped without a release."""
+    from vlp_lib.book import findings, release
+
+    if release.read_manifest() is None:
+        pytest.skip("no release in this checkout")
+    return findings.release_scorecard(accept_stale=True)
+
+
 @pytest.fixture
 def synthetic_pairs():
     """64 random 32 px image / token pairs: enough to exercise the loop, nothing to learn."""

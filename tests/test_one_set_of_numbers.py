@@ -19,10 +19,8 @@ VERDICT = "verdict at 5% FDR"
 
 
 @pytest.fixture(scope="module")
-def card() -> pd.DataFrame:
-    if release.read_manifest() is None:
-        pytest.skip("no release in this checkout")
-    return findings.release_scorecard().set_index("id")
+def card(release_card) -> pd.DataFrame:
+    return release_card.set_index("id")
 
 
 def _claim_tables(page: Path) -> list[pd.DataFrame]:
@@ -92,7 +90,7 @@ def test_each_papers_summary_row_adds_up(card):
 
 def test_a_restored_release_judges_the_drawings_without_their_pixels(card):
     drawings = card[card["paper"] == "Real drawings"]
-    assert len(drawings) and not drawings["verdict"].isin([report.NOT_RUN, report.NOT_BUILT]).any()
+    assert len(drawings) and not (drawings["verdict"] == report.NOT_RUN).any()
 
 
 def test_every_chapter_names_its_primary_claim_first(card):

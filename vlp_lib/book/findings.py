@@ -62,7 +62,7 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
         out[word] = tested[tested["verdict_fdr"] == word].groupby("paper").size()
     for word in report.COST_VERDICTS:
         out[f"cost: {word}"] = card[card["verdict_fdr"] == word].groupby("paper").size()
-    out["not run"] = card[card["verdict_fdr"].isin([report.NOT_RUN, report.NOT_BUILT])].groupby("paper").size()
+    out["not run"] = card[card["verdict_fdr"] == report.NOT_RUN].groupby("paper").size()
     out = out.fillna(0).astype(int)
     return out.loc[:, (out != 0).any() | out.columns.isin(["claims", "tested", "decided at 5% FDR"])]
 
@@ -80,7 +80,7 @@ def counts_text(card: pd.DataFrame) -> str:
     decided_alone = int(tested["verdict"].isin(report.DECIDED).sum())
     decided = tested[tested["verdict_fdr"].isin(report.DECIDED)]
     costs = card[card["verdict_fdr"].isin(report.COST_VERDICTS)]
-    not_run = int(card["verdict_fdr"].isin([report.NOT_RUN, report.NOT_BUILT]).sum())
+    not_run = int((card["verdict_fdr"] == report.NOT_RUN).sum())
     share = f"{100 * len(decided) / max(len(tested), 1):.0f}%"
     text = (
         f"The scorecard holds {len(card)} claims: the five papers', the head to head's and the real drawings'; "
@@ -217,11 +217,12 @@ def write(card: pd.DataFrame) -> list[Path]:
     return changed
 
 
-def release_scorecard(scale: str = "laptop") -> pd.DataFrame:
-    """The scorecard of the release's own records (unpacked into a scratch store; trains nothing)."""
+def release_scorecard(scale: str = "laptop", accept_stale: bool = False) -> pd.DataFrame:
+    """The scorecard of the release's own records (unpacked into a scratch store; trains nothing); with
+    ``accept_stale``, records made by other code than today's are judged too."""
     with tempfile.TemporaryDirectory(prefix="vlp-findings-") as tmp:
         store = release.unpack(release.RELEASE_DIR, Path(tmp))
-        with release.using_store(store):
+        with release.using_store(store, accept_stale):
             return report.scorecard(scale)
 
 

@@ -81,7 +81,6 @@ CHEAPER, AS_CLAIMED, DEARER = "cheaper than claimed", "as claimed", "dearer than
 COST_VERDICTS = (CHEAPER, AS_CLAIMED, DEARER)
 COST_FACTOR = 1.5  # a cost within a factor of 1.5 of the paper's reads "as claimed" (COST_RULE)
 NOT_RUN = "not run"
-NOT_BUILT = "records restored, data not built"  # a claim whose judging needs data the reader has not built yet
 # Practical margins, stated before any verdict: a difference within +-1 pp of a fraction shown in percent is below
 # the smallest gain any of the five papers reports as a headline improvement in its main tables (1 pp), and at our
 # test sets (2,000 images per task) about one standard error of a single accuracy at 25% (0.97 pp); a claim whose
@@ -511,6 +510,16 @@ def verdict_text(verdict_fdr: str, verdict: str) -> str:
     return verdict_fdr if verdict_fdr == verdict else f"{verdict_fdr} (alone: {verdict})"
 
 
+def p_q_text(p: float, q: float) -> str:
+    """A claim's p beside its q across the book, to four places: "0.0235 / 0.0612"; p alone where it has no q, "—"
+    where it has no test (not run, or a cost claim)."""
+
+    def number(x: float) -> str:
+        return f"{x:.4f}" if np.isfinite(x) else "—"
+
+    return number(p) if not np.isfinite(q) else f"{number(p)} / {number(q)}"
+
+
 def claims_view(claims: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
     """A page's table of its judged claims (lines with ``SCORECARD_COLUMNS`` and ``BOOK_COLUMNS``, indexed by id:
     ``book_fdr``'s) in fewer, wider columns, so that it fits the page: the claim with its source, the interval with
@@ -522,16 +531,13 @@ def claims_view(claims: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
     if "verdict_fdr" not in claims:
         raise ValueError("claims_view shows the verdict at 5% FDR across the book: judge the lines with book_fdr first")
 
-    def number(x: float) -> str:
-        return f"{x:.4f}" if np.isfinite(x) else "—"
-
     p = pd.to_numeric(claims["p"], errors="coerce")
     q = pd.to_numeric(claims["q"], errors="coerce")
     view = claims.assign(
         claim=[f"{claim} ({source})" if paper else claim for claim, source in zip(claims["claim"], claims["source"])],
         interval=[interval_text(str(i), str(d)) for i, d in zip(claims["interval"], claims["df"])],
         verdict_fdr=[verdict_text(f, v) for f, v in zip(claims["verdict_fdr"], claims["verdict"])],
-        p=[number(a) if not np.isfinite(b) else f"{number(a)} / {number(b)}" for a, b in zip(p, q)],
+        p=[p_q_text(a, b) for a, b in zip(p, q)],
     )
     columns = {k: v for k, v in CLAIMS_VIEW.items() if paper or k != "paper_value"}
     if not paper:
@@ -635,7 +641,7 @@ TIMING_METRICS = ("kmeans_share", "epoch_overhead")  # cost claims: judged by CO
 
 
 def tested_claims(card: pd.DataFrame) -> pd.DataFrame:
-    """The lines of ``card`` whose claim was tested: run (neither "not run" nor awaiting its data), and not a cost
+    """The lines of ``card`` whose claim was tested: run, and not a cost
     claim (judged by ``COST_RULE``)."""
-    untested = card["verdict"].isin([NOT_RUN, NOT_BUILT, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
+    untested = card["verdict"].isin([NOT_RUN, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
     return card[~untested]

@@ -35,6 +35,7 @@ from vlp_lib.book.report import (
     format_test,
     interval_text,
     mean_std,
+    p_q_text,
     verdict_text,
 )
 from vlp_lib.config import (
@@ -686,7 +687,7 @@ def page_table(results: list[tuple[Run, dict]], plan: Plan, paper_name: str = "P
             "book (mean Δ per seed)": lines["book_value"],
             "95% interval (df)": [interval_text(str(i), str(d)) for i, d in zip(lines["interval"], lines["df"])],
             "verdict at 5% FDR": [verdict_text(f, v) for f, v in zip(lines["verdict_fdr"], lines["verdict"])],
-            "p / q": [f"{a:.4f} / {b:.4f}" for a, b in zip(pd.to_numeric(lines["p"]), q)],
+            "p / q": [p_q_text(a, b) for a, b in zip(pd.to_numeric(lines["p"]), q)],
             "detectable": table["detectable effect"],
             "seeds planned": table["seeds planned"],
         },
