@@ -84,3 +84,17 @@ def test_corrupt_checkpoints_are_discarded_never_loaded(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match="corrupt or cut short"):
         rerun = experiment.run(config, progress=False)
     assert rerun["metrics"]["final_loss"] == pytest.approx(record["metrics"]["final_loss"], abs=1e-6)
+
+
+def test_a_record_from_another_machine_finds_its_checkpoint_here(monkeypatch):
+    """A record names its checkpoint by the file's name (the run's key and fingerprint), found under this
+    machine's checkpoint_dir(); a record that kept the absolute path of the machine that made it (a folder this
+    clone does not have) loads the same file, without training the run again."""
+    config = experiment.make_config("smoke", **dict(EPISODIC, epochs=1))
+    record = experiment.run(config, progress=False)
+    assert record["checkpoint"] == experiment.checkpoint_path(config).name
+    elsewhere = dict(record, checkpoint=f"/home/someone/vlp-book/checkpoints/{record['checkpoint']}")
+    monkeypatch.setattr(experiment, "run", lambda *a, **k: pytest.fail("the run was trained again"))
+    model, _ = experiment.load_trained(elsewhere)
+    reference = load_checkpoint(experiment.checkpoint_path(config))["model"]
+    assert all(torch.equal(v, reference[k]) for k, v in model.state_dict().items())

@@ -400,7 +400,7 @@ def test_proxy_task_of_a_stored_icmlm_run_and_the_lm_alone():
     record = experiment.run(cfg, progress=False, verbose=False)
     model, method, tokenizer, data = experiment.load_trained_method(record)
     assert isinstance(method, ICMLM) and not method.training and len(data) == cfg.train_size
-    state = load_checkpoint(record["checkpoint"])["method"]
+    state = load_checkpoint(experiment.checkpoint_file(record))["method"]
     assert torch.equal(method.decoder.weight, state["decoder.weight"])  # the trained head, not a new one
     heldout = heldout_pairs(cfg, tokenizer, 30)
     assert len(heldout) == 30 and not np.array_equal(heldout.images[:5], data.images[:5])  # a world of its own

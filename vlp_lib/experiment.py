@@ -35,6 +35,7 @@ __all__ = [
     "RunConfig",
     "build",
     "build_method",
+    "checkpoint_file",
     "load_trained",
     "load_trained_method",
     "make_config",
@@ -129,8 +130,17 @@ def stored(config: RunConfig) -> dict | None:
 
 
 def checkpoint_path(config: RunConfig) -> Path:
+    """Where a run of ``config`` made by today's code keeps its checkpoint: ``checkpoint_dir()`` /
+    ``train-<run key>-<code fingerprint>.pt``."""
     fingerprint = runs.code_fingerprint(paper(config))
     return checkpoint_dir() / f"{RUN_KIND}-{runs.config_hash(config.to_dict())}-{fingerprint}.pt"
+
+
+def checkpoint_file(record: dict) -> Path:
+    """The checkpoint of a stored run on this machine: its file name (the run's key and fingerprint) under
+    ``checkpoint_dir()``. A record names the file, not a folder: records made before kept the absolute path on the
+    machine that made them, a folder a reader's clone does not have, so only that path's name is read."""
+    return checkpoint_dir() / Path(record["checkpoint"]).name
 
 
 def run(config: RunConfig, progress: bool = True, verbose: bool = True) -> dict:
@@ -204,7 +214,7 @@ def _evaluate(
         "metrics": metrics,
         "timings": timings,
         "history": _thin(result.history),
-        "checkpoint": str(checkpoint_path(config)),
+        "checkpoint": checkpoint_path(config).name,  # found under checkpoint_dir() (checkpoint_file)
     }
 
 
@@ -229,15 +239,15 @@ def load_trained(record: dict) -> tuple[torch.nn.Module, Any]:
 def trained_state(record: dict) -> dict[str, Any]:
     """The final checkpoint of a stored run (``train.load_checkpoint``). A checkpoint that is missing or corrupt is
     never loaded: the record is discarded and the run recomputed (deterministic: the same numbers), then read."""
-    state = load_checkpoint(record["checkpoint"])
+    state = load_checkpoint(checkpoint_file(record))
     if state is None:
         warnings.warn(
-            f"run {record['config_hash']}: its checkpoint {record['checkpoint']} is missing or corrupt; "
+            f"run {record['config_hash']}: its checkpoint {checkpoint_file(record)} is missing or corrupt; "
             "recomputing the run",
             stacklevel=2,
         )
         runs.discard(RUN_KIND, record["config"])
-        state = load_checkpoint(run(RunConfig.from_dict(record["config"]), verbose=False)["checkpoint"])
+        state = load_checkpoint(checkpoint_file(run(RunConfig.from_dict(record["config"]), verbose=False)))
         assert state is not None, f"run {record['config_hash']}: the recomputed checkpoint cannot be read"
     return state
 

@@ -40,6 +40,7 @@ from vlp_lib.eval import (
     multilabel_svm_probe,
     per_class_accuracy,
     retrieval_recall,
+    start_fit_pool,
     zero_shot_accuracy,
 )
 
@@ -299,6 +300,8 @@ def evaluate_suite(
     An image-only model (``text_tower=False``, or ``None`` and no ``model.encode_text``) gets the probes only:
     no ``*/zeroshot_*`` and no ``retrieval/*`` (nor ``retrieval2/*``) keys; ``tokenizer`` may then be ``None``."""
     text_tower = _text_tower(model, tokenizer, text_tower)
+    if config.probes:
+        start_fit_pool()  # the probes' processes start while the first task's images are encoded
     metrics: dict[str, float] = {}
     for name in config.tasks:
         if name in RETRIEVALS:

@@ -33,6 +33,7 @@ from vlp_lib.eval.probes import (
     multilabel_map,
     multilabel_svm_probe,
     per_class_accuracy,
+    start_fit_pool,
 )
 from vlp_lib.eval.retrieval import retrieval_recall
 from vlp_lib.eval.zero_shot import zero_shot_accuracy, zero_shot_classifier
@@ -50,6 +51,7 @@ __all__ = [
     "knn_accuracy",
     "knn_predict",
     "linear_probe",
+    "start_fit_pool",
     "macro_accuracy",
     "majority_rate",
     "modality_gap",
