@@ -6,7 +6,9 @@
 # Options: EXECUTE=1 (re-make the pages of CHAPTERS, or of every chapter), SCALE=smoke|laptop|paper (notebook scale
 #   when executing), PYTHON=python3.11, CHAPTERS="iclip" (chapters or notebooks, see vlp_lib/book/pages.py CHAPTERS;
 #   default: all; the other pages come from the release, keep their last build, or show "not built yet").
-#   `make verify CHAPTERS=iclip`: re-make chapters from empty caches in a scratch store and compare with the release;
+#   `make verify CHAPTERS=iclip`: re-make chapters from empty caches in a scratch store and compare with the release
+#   (SHIP=1, maintainers: a re-make without a difference is shipped, re-stamping the release for code that changed
+#   no number);
 #   `make release CHAPTERS=iclip` (maintainers): ship book/executed and the store's current records into release/.
 #   `make test-quick`: the checks and the tests without notebooks; `make lint`: ruff and mypy only;
 #   `make test-paper`: one step of every method at the papers' models (RN50 / ViT-B-32, 224 px) on the CPU;
@@ -104,7 +106,8 @@ restore: $(STAMP)
 	$(BIN)/python -m vlp_lib.book.release restore
 
 verify: $(STAMP) $(DRAWINGS_DATA)
-	$(BIN)/python -m vlp_lib.book.release verify $(CHAPTERS)
+	$(BIN)/python -m vlp_lib.book.release verify $(if $(SHIP),--ship) $(CHAPTERS)
+	@if [ -n "$(SHIP)" ]; then $(BIN)/python -m vlp_lib.book.release check --partial && $(BIN)/python -m vlp_lib.book.findings write; fi
 
 # Open Clip Art's drawings (Debian's openclipart-svg, pinned) rendered once into data/openclipart/<size>px: the
 # real-drawings chapter's pairs and tasks (vlp_lib/data/openclipart.py)

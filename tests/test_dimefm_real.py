@@ -222,7 +222,10 @@ def test_the_teachers_own_checkpoint_is_the_teacher_and_the_corpora_are_the_pool
     kwargs = {"teacher": teacher, "images": str(IMAGES), "texts": {"kind": "file", "path": str(TEXTS)}}
     plain = experiment.make_config("smoke", method="dimefm", method_kwargs=kwargs, **TINY)
     read = experiment.make_config(
-        "smoke", method="dimefm", method_kwargs={**kwargs, "teacher_checkpoint": str(experiment.checkpoint_file(record))}, **TINY
+        "smoke",
+        method="dimefm",
+        method_kwargs={**kwargs, "teacher_checkpoint": str(experiment.checkpoint_file(record))},
+        **TINY,
     )
     assert runs.config_hash(plain.to_dict()) != runs.config_hash(read.to_dict())
     trained = experiment.trained_runs()

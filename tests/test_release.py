@@ -368,6 +368,33 @@ def test_verify_exits_0_on_the_releases_numbers_and_1_on_a_changed_one(tmp_path,
     assert release.main(["verify", "iclip", "--keep", str(tmp_path / "changed_again")]) == 1
 
 
+def test_verify_ships_a_remake_only_when_no_number_moved(tmp_path, monkeypatch):
+    # code changed without changing a number (a faster evaluation): `make verify SHIP=1` re-makes the chapter and,
+    # every number the release's, ships it with today's fingerprints (the old records leave the release); a re-make
+    # with one number moved ships nothing
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run(value=0.3)
+    release.make(["iclip"], "laptop", executed, target)
+    before = (target / release.MANIFEST).read_text()
+    remade = {"value": 0.31}
+
+    def execute(notebooks, scale, executed_dir, **kwargs):
+        _executed(executed_dir.parent)  # the re-made pages, in the scratch folder's executed/
+        _store_one_iclip_run(value=remade["value"])
+
+    monkeypatch.setattr(release, "execute", execute)
+    real = runs.code_fingerprint
+    monkeypatch.setattr(runs, "code_fingerprint", lambda paper=None: "f" * 16 if paper == "iclip" else real(paper))
+    assert release.verify(["iclip"], release=target, keep=tmp_path / "moved", ship=True) != []
+    assert (target / release.MANIFEST).read_text() == before  # nothing shipped
+    remade["value"] = 0.3
+    assert release.verify(["iclip"], release=target, keep=tmp_path / "same", ship=True) == []
+    manifest = release.read_manifest(target)
+    assert manifest["chapters"]["iclip"]["fingerprints"]["iclip"] == "f" * 16
+    (key,) = manifest["records"]
+    assert release._read_record(target / key)["code_fingerprint"] == "f" * 16
+
+
 def test_a_release_names_a_commit_a_reader_can_check_out(tmp_path, monkeypatch):
     executed, target = _executed(tmp_path), tmp_path / "release"
     _store_one_iclip_run()
