@@ -73,14 +73,17 @@ def _probe_threads() -> Iterator[None]:
 
 
 def _fit_worker_init() -> None:
-    """A fit process (``fit_pool``): subnormals flushed, one BLAS and one OpenMP thread (a forked child must not
-    start the OpenMP teams of its parent's runtime: their threads were not copied) and the probe's warnings
-    silenced, for its whole life (it runs fits only)."""
+    """A fit process (``fit_pool``), for its whole life (it runs fits only): subnormals flushed, one BLAS and one
+    OpenMP thread (two fit processes share two cores; and a forked child must not start the OpenMP teams of its
+    parent's runtime, whose threads were not copied), and the probe's warnings silenced (``_probe_threads``)."""
+    global _WORKER_LIMITS
     _flush_subnormals()
-    threadpool_limits(limits=1)
-    _probe_threads().__enter__()
+    _WORKER_LIMITS = threadpool_limits(limits=1)  # kept: the limits last as long as this object
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
 
 
+_WORKER_LIMITS: Any = None  # a fit process's thread limits (``_fit_worker_init``)
 # The processes that run the probe's fits (``fit_pool``), made on first use and kept for the life of the process that
 # made them (a notebook kernel evaluates dozens of runs): the pid that made them, and the pool.
 _FIT_POOL: tuple[int, ProcessPoolExecutor] | None = None
