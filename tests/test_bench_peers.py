@@ -72,3 +72,21 @@ def test_bench_openclip_times_open_clips_loop_and_the_trainer(benchmarks, capsys
             "trainer_over_openclip_fused",
         ),
     )
+
+
+def test_bench_runs_counts_each_second_once_and_projects_the_book(benchmarks):
+    # ProtoCLIP's feature extraction and K-Means are parts of its episode start: a run's total counts them once; the
+    # projection scales each record's phases by its kind's ratio (CLIP's for a method that has none)
+    import bench_runs
+
+    assert bench_runs.total_seconds({"training": 10.0, "episode_start": 3.0, "feature_extraction": 2.0}) == 13.0
+    records = [
+        {"config": {"method": m, "train_data": "world"}, "timings": {"training": t, "evaluation": e}}
+        for m, t, e in (("clip", 20.0, 10.0), ("clip", 30.0, 10.0), ("clip", 10.0, 10.0), ("iclip", 60.0, 30.0))
+    ]
+    assert bench_runs.median_record(records, "clip")["timings"]["training"] == 20.0
+    with pytest.raises(ValueError, match="no world run of dimefm"):
+        bench_runs.median_record(records, "dimefm")
+    ratios = {"clip": {"evaluation": 0.5, "training": 1.0}}
+    # evaluation halved everywhere: (10 + 10 + 10 + 30) / 2 seconds saved = 0.5 minutes
+    assert bench_runs.projected_minutes(records, ratios, 100.0) == pytest.approx(99.5)
