@@ -15,9 +15,14 @@ is not a run's cost), so the same config is timed by today's code and by the rel
                          clustering, retrieval's ranking
 ``<kind>_release_s``, ``<kind>_remade_s``  the release's record of that config and the run made here, whole
 ``book_minutes_release``    the release's chapters' minutes, summed (its manifest)
-``book_minutes_projected``  that sum with each record's phases scaled by today's seconds over the release's for its
-                            kind (``clip`` for the methods that are none of the four; a phase no bench run has is
-                            unscaled): the book's minutes if everything but the runs' phases stayed as it was
+``<kind>_training_pace``    the training phase's seconds here over the release's: this machine's pace against the
+                            release's machine (the same steps by the same training code; shared 2-core machines of
+                            one kind differ by up to 1.8 times, and one machine by 20% from hour to hour)
+``book_minutes_projected``  that sum with each record's phases but training scaled by today's seconds over the
+                            release's for its kind, divided by the kind's pace (``clip``'s for the methods that are
+                            none of the four; a phase no bench run has is unscaled): the book's minutes at the
+                            release's pace if everything but the runs' phases stayed as it was. A cache built the
+                            first time (a teacher's features, the detector) counts in a run's setup
 
 DIME-FM's student needs its teacher: the teacher's run is trained first, untimed (a chapter trains it once for all
 its students).
@@ -154,10 +159,14 @@ def main() -> None:
                 print(f"{kind}_eval_share {share:.3f}")
                 print(f"{kind}_release_s {total_seconds(record['timings']):.1f}")
                 print(f"{kind}_remade_s {total:.1f}")
+                # this machine's pace against the release's, read from the training phase (the same steps by the
+                # same code): the other phases' ratios are divided by it, so the projection is at the release's pace
+                pace = timings["training"] / record["timings"]["training"]
+                print(f"{kind}_training_pace {pace:.3f}")
                 ratios[kind] = {
-                    phase: timings[phase] / seconds
+                    phase: timings[phase] / seconds / pace
                     for phase, seconds in record["timings"].items()
-                    if phase in timings and seconds > 0
+                    if phase in timings and seconds > 0 and phase != "training"
                 }
     release_minutes = sum(m for entry in manifest["chapters"].values() for m in entry["minutes"].values())
     print(f"eval_share_median {statistics.median(shares):.3f}")
