@@ -397,6 +397,24 @@ def test_verify_ships_a_remake_only_when_no_number_moved(tmp_path, monkeypatch):
     assert release._read_record(target / key)["code_fingerprint"] == "f" * 16
 
 
+def test_restamp_stamps_the_records_with_todays_fingerprints(tmp_path, monkeypatch):
+    # code changed in docstrings only: the chapter's entry and its records take today's fingerprints, so the records
+    # stay the current runs of today's code and the release stays whole
+    executed, target = _executed(tmp_path), tmp_path / "release"
+    _store_one_iclip_run(value=0.3)
+    release.make(["iclip"], "laptop", executed, target)
+    real = runs.code_fingerprint
+    monkeypatch.setattr(runs, "code_fingerprint", lambda paper=None: "d" * 16 if paper == "iclip" else real(paper))
+    monkeypatch.setattr(release, "changed_files", lambda entry: [])  # no file's code changed (only docstrings)
+    assert release.restamp(["iclip"], target) == {"iclip": []}
+    manifest = release.read_manifest(target)
+    assert manifest["chapters"]["iclip"]["fingerprints"]["iclip"] == "d" * 16
+    (key,) = manifest["records"]
+    record = release._read_record(target / key)
+    assert record["code_fingerprint"] == "d" * 16 and record["checksum"] == runs.checksum(record)
+    assert record["metrics"]["avg3/linear"] == 0.3 and release.check(target, complete=False) == []
+
+
 def test_a_release_names_a_commit_a_reader_can_check_out(tmp_path, monkeypatch):
     executed, target = _executed(tmp_path), tmp_path / "release"
     _store_one_iclip_run()

@@ -237,12 +237,14 @@ def _code_shape(source: str) -> str:
 def restamp(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, list[str]]:
     """Give chapters ``names`` today's fingerprints where their code changed since their entry only in docstrings and
     comments (each changed file's syntax tree, docstrings aside, the same as at the entry's commit): their records
-    stand, and their pages stop warning that the code changed. ``ValueError``, nothing written, naming the first file
+    stand, stamped with today's fingerprints (``_restamp_records``), and their pages stop warning that the code
+    changed. ``ValueError``, nothing written, naming the first file
     whose code changed (re-make that chapter), or a file not at the entry's commit. Returns ``{chapter: files}``."""
     manifest = read_manifest(release)
     if manifest is None:
         raise ValueError(f"no release at {release}")
     done: dict[str, list[str]] = {}
+    renamed: dict[str, dict[str, str]] = {}  # scope -> {old fingerprint: today's}
     for name in names:
         entry = manifest["chapters"].get(name)
         if entry is None:
@@ -256,13 +258,37 @@ def restamp(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, list
             if not path.endswith(".py") or not now.exists() or _code_shape(before) != _code_shape(now.read_text()):
                 raise ValueError(f"chapter {name}: the code of {path} changed since its records: re-make it")
         scopes = list(entry["fingerprints"])
+        before = dict(entry["fingerprints"])
         entry["fingerprints"] = {
             scope: runs.code_fingerprint(None if scope == runs.CORE else scope) for scope in scopes
         }
         entry["files"] = {scope: _file_hashes(scope) for scope in scopes}
+        for scope in scopes:
+            if before[scope] != entry["fingerprints"][scope]:
+                renamed.setdefault(scope, {})[before[scope]] = entry["fingerprints"][scope]
         done[name] = changed
+    _restamp_records(release, manifest, renamed)
     (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return done
+
+
+def _restamp_records(release: Path, manifest: dict[str, Any], renamed: dict[str, dict[str, str]]) -> None:
+    """The release's records made by a scope's old fingerprint (``renamed[scope]``: old -> today's) stamped with
+    today's, their checksums and the manifest's hashes made again: the runs of code that changed only in docstrings
+    are today's code's runs. A fingerprint that a chapter not re-stamped still names keeps its records (that chapter
+    rests on them); ``restamp`` that chapter too."""
+    kept = {(scope, fp) for entry in manifest["chapters"].values() for scope, fp in entry["fingerprints"].items()}
+    for key in sorted(manifest["records"]):
+        path = release / key
+        record = _read_record(path)
+        scope, fingerprint = record.get("scope"), record.get("code_fingerprint")
+        new = renamed.get(scope, {}).get(fingerprint)
+        if new is None or (scope, fingerprint) in kept:
+            continue
+        record["code_fingerprint"] = new
+        record["checksum"] = runs.checksum(record)
+        path.write_bytes(gzip.compress(json.dumps(record, indent=1, sort_keys=True).encode(), mtime=0))
+        manifest["records"][key] = file_sha256(path)
 
 
 def _paper_chapter(name: str) -> Chapter | None:

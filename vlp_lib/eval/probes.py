@@ -109,12 +109,10 @@ def _process_pool() -> ProcessPoolExecutor | None:
 @contextlib.contextmanager
 def fit_pool() -> Iterator[Executor]:
     """The executor that runs the linear probe's independent fits, one per core: a pool of processes, kept for the
-    life of the caller's process.
-    Threads shared the cores poorly: the L-BFGS loop holds the GIL between its matrix products, so the six fits of a
-    100-class probe took 6.2 s in two threads against 8.0 s in one, and 4.0 s in two processes, with the same fits
-    and so the same numbers. ``start_fit_pool`` at the start of an evaluation starts them while the images are
-    encoded. With one core or
-    in a daemon process: one thread (which flushes subnormals; the caller's thread never does), the same fits."""
+    life of the caller's process. Threads shared the cores poorly: the L-BFGS loop holds the GIL between its matrix
+    products, so the six fits of a 100-class probe took 6.2 s in two threads against 8.0 s in one, and 4.0 s in two
+    processes, with the same fits and so the same numbers. With one core, or in a daemon process: one thread (which
+    flushes subnormals; the caller's thread never does), the same fits."""
     pool = _process_pool()
     if pool is not None:
         yield pool
@@ -124,7 +122,7 @@ def fit_pool() -> Iterator[Executor]:
 
 
 def start_fit_pool() -> None:
-    """Start the fit processes now (they import in the background while the caller goes on)."""
+    """Start the fit processes now (``fit_pool``), before an evaluation encodes its first images."""
     pool = _process_pool()
     if pool is not None:
         pool.submit(int)
