@@ -258,14 +258,14 @@ def restamp(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, list
             if not path.endswith(".py") or not now.exists() or _code_shape(before) != _code_shape(now.read_text()):
                 raise ValueError(f"chapter {name}: the code of {path} changed since its records: re-make it")
         scopes = list(entry["fingerprints"])
-        before = dict(entry["fingerprints"])
+        stamped = dict(entry["fingerprints"])
         entry["fingerprints"] = {
             scope: runs.code_fingerprint(None if scope == runs.CORE else scope) for scope in scopes
         }
         entry["files"] = {scope: _file_hashes(scope) for scope in scopes}
         for scope in scopes:
-            if before[scope] != entry["fingerprints"][scope]:
-                renamed.setdefault(scope, {})[before[scope]] = entry["fingerprints"][scope]
+            if stamped[scope] != entry["fingerprints"][scope]:
+                renamed.setdefault(scope, {})[stamped[scope]] = entry["fingerprints"][scope]
         done[name] = changed
     _restamp_records(release, manifest, renamed)
     (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -281,7 +281,7 @@ def _restamp_records(release: Path, manifest: dict[str, Any], renamed: dict[str,
     for key in sorted(manifest["records"]):
         path = release / key
         record = _read_record(path)
-        scope, fingerprint = record.get("scope"), record.get("code_fingerprint")
+        scope, fingerprint = str(record.get("scope")), str(record.get("code_fingerprint"))
         new = renamed.get(scope, {}).get(fingerprint)
         if new is None or (scope, fingerprint) in kept:
             continue
