@@ -383,6 +383,14 @@ def test_verify_ships_a_remake_only_when_no_number_moved(tmp_path, monkeypatch):
         _store_one_iclip_run(value=remade["value"])
 
     monkeypatch.setattr(release, "execute", execute)
+    # a page is not a chapter to ship, nor is uncommitted code: refused before anything is re-made
+    with pytest.raises(ValueError, match="ships whole chapters, not pages: \\['iclip_ratio'\\]"):
+        release.verify(["iclip_ratio"], release=target, keep=tmp_path / "page", ship=True)
+    monkeypatch.setattr(release, "uncommitted", lambda chapter: ["vlp_lib/runs.py"])
+    with pytest.raises(ValueError, match="commit them first"):
+        release.verify(["iclip"], release=target, keep=tmp_path / "dirty", ship=True)
+    monkeypatch.setattr(release, "uncommitted", lambda chapter: [])
+    assert not (tmp_path / "page").exists() and not (tmp_path / "dirty").exists()
     # the verdicts are compared as in the test above; judged here they would only repeat it
     monkeypatch.setattr(release, "verdicts", lambda *args, **kwargs: {"iclip": {}})
     real = runs.code_fingerprint

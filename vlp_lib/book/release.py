@@ -762,6 +762,13 @@ def verify(
     if manifest is None:
         raise ValueError(f"no release at {release} to verify against")
     scale = manifest["scale"]
+    shipped = list(names) or list(CHAPTERS)
+    if ship:  # what ``make`` would refuse at the end of the re-make, refused before it
+        pages_only = [n for n in shipped if n not in CHAPTERS]
+        if pages_only:
+            raise ValueError(f"--ship ships whole chapters, not pages: {pages_only}; chapters: {', '.join(CHAPTERS)}")
+        for name in shipped:
+            check_committed(name)
     scratch = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="vlp-verify-"))
     remade = {c for c in (names or list(CHAPTERS)) if c in {p.name for p in paper_chapters()}}
     release_store = unpack(release, scratch / "release")
@@ -805,7 +812,7 @@ def verify(
     print(f"compared: {compared} records of the release re-made, {judged} verdicts judged again")
     if ship and not differences:
         with using_store(scratch / "remade"):
-            make(list(names) or list(CHAPTERS), scale, executed_dir=scratch / "executed", release=release)
+            make(shipped, scale, executed_dir=scratch / "executed", release=release)
         print(f"shipped: {', '.join(names) or 'every chapter'} re-made by today's code, every number the release's")
     return differences
 
