@@ -7,9 +7,10 @@ Each kind's run is the release's median record of that method on the generated w
 is trained and evaluated again here, in a scratch store and checkpoint folder (the world cache is kept: generating it
 is not a run's cost), so the same config is timed by today's code and by the release's.
 
-``<kind>_<phase>_s``     seconds of each phase of the run made here (the record's ``timings``: setup, data loading,
-                         episode start, training, checkpoints, evaluation; and ProtoCLIP's feature extraction,
-                         K-Means and PBT, which are parts of its episode start)
+``<kind>_<phase>_s``     seconds of each phase of the run made here (the record's ``timings``: setup, episode start,
+                         training, checkpoints, evaluation; and the phases inside them: the waits for a batch,
+                         data loading, inside training, and ProtoCLIP's feature extraction, K-Means and PBT inside
+                         its episode start)
 ``<kind>_eval_share``    evaluation's share of the run's seconds (goal: at most 0.15)
 ``<kind>_eval_<part>_s`` evaluation's parts: the linear probe (its C search), image and text encoding, k-NN,
                          clustering, retrieval's ranking
@@ -48,8 +49,9 @@ from vlp_lib.book.release import RECORDS, RELEASE_DIR, environment, read_manifes
 from vlp_lib.run_config import RunConfig
 
 KINDS = ("clip", "protoclip", "pyramidclip", "dimefm")
-# parts of ``episode_start`` that a record's timings also give on their own (``train.train``): not added to a total
-EPISODE_PARTS = frozenset({"feature_extraction", "kmeans", "pbt"})
+# phases a record's timings also give on their own that lie inside another (``train.train``): ProtoCLIP's feature
+# extraction, K-Means and PBT inside its episode start, the waits for a batch inside training; not added to a total
+NESTED_PHASES = frozenset({"feature_extraction", "kmeans", "pbt", "data_loading"})
 # evaluation's parts: the functions of ``vlp_lib.suite`` that do them (their seconds summed over the suite)
 EVAL_PARTS = {
     "linear_probe": ("linear_probe",),
@@ -62,8 +64,8 @@ EVAL_PARTS = {
 
 
 def total_seconds(timings: dict[str, float]) -> float:
-    """A run's seconds: its phases, each once (``EPISODE_PARTS`` are inside ``episode_start``)."""
-    return sum(seconds for phase, seconds in timings.items() if phase not in EPISODE_PARTS)
+    """A run's seconds: its phases, each once (``NESTED_PHASES`` lie inside others)."""
+    return sum(seconds for phase, seconds in timings.items() if phase not in NESTED_PHASES)
 
 
 def release_records(release: Path = RELEASE_DIR) -> list[dict[str, Any]]:
@@ -128,7 +130,7 @@ def projected_minutes(
     for r in records:
         kind_ratios = ratios.get(r["config"]["method"], ratios.get("clip", {}))
         saved += sum(
-            s * (1 - kind_ratios.get(phase, 1.0)) for phase, s in r["timings"].items() if phase not in EPISODE_PARTS
+            s * (1 - kind_ratios.get(phase, 1.0)) for phase, s in r["timings"].items() if phase not in NESTED_PHASES
         )
     return release_minutes - saved / 60
 

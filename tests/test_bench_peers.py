@@ -75,11 +75,13 @@ def test_bench_openclip_times_open_clips_loop_and_the_trainer(benchmarks, capsys
 
 
 def test_bench_runs_counts_each_second_once_and_projects_the_book(benchmarks):
-    # ProtoCLIP's feature extraction and K-Means are parts of its episode start: a run's total counts them once; the
+    # ProtoCLIP's feature extraction and K-Means are parts of its episode start, the waits for a batch part of training:
+    # a run's total counts them once; the
     # projection scales each record's phases by its kind's ratio (CLIP's for a method that has none)
     import bench_runs
 
     assert bench_runs.total_seconds({"training": 10.0, "episode_start": 3.0, "feature_extraction": 2.0}) == 13.0
+    assert bench_runs.total_seconds({"training": 10.0, "data_loading": 1.0, "evaluation": 4.0}) == 14.0
     records = [
         {"config": {"method": m, "train_data": "world"}, "timings": {"training": t, "evaluation": e}}
         for m, t, e in (("clip", 20.0, 10.0), ("clip", 30.0, 10.0), ("clip", 10.0, 10.0), ("iclip", 60.0, 30.0))
