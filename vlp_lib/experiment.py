@@ -25,7 +25,7 @@ from vlp_lib.methods.base import Method, Trained
 from vlp_lib.models import create_model
 from vlp_lib.paths import checkpoint_dir
 from vlp_lib.run_config import DEFAULT_EVAL_TASKS, RunConfig, make_config
-from vlp_lib.runs import RUN_KIND
+from vlp_lib.runs import RUN_KIND, UNTRAINED_KIND
 from vlp_lib.suite import evaluate_suite
 from vlp_lib.train import TrainConfig, load_checkpoint, train
 
@@ -51,8 +51,6 @@ __all__ = [
     "untrained",
     "wrap_model",
 ]
-
-UNTRAINED_KIND = "untrained"
 
 
 def train_config(config: RunConfig, progress: bool = True) -> TrainConfig:

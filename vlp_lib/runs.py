@@ -52,8 +52,10 @@ PAPERS_FOLDER = "papers"  # vlp_lib/papers/<paper>/: one folder per paper, each 
 # invalidates a stored number. Everything else is computing code (this store included: it decides what a record holds).
 BOOK_SIDE_FOLDER = "book"
 CORE = "core"  # the scope of a record computed by the core alone
-# the store's kind of a training run (``vlp_lib.experiment.run``)
+# the store's kind of a training run (``vlp_lib.experiment.run``), and of its network evaluated untrained
+# (``vlp_lib.experiment.untrained``: keyed by the same config)
 RUN_KIND = "train"
+UNTRAINED_KIND = "untrained"
 TRACKED_PACKAGES = (
     "torch",
     "torchvision",

@@ -29,7 +29,9 @@ scorecard line (``report.SCORECARD_COLUMNS``) from ``{row: [record per seed]}`` 
 - ``"not_run"``: planned, not run (``reason``).
 
 ``paper_effect`` is the paper's difference as a fraction on our metric (points / 100), where it gives one;
-``percent=False`` shows a claim's values raw (losses, ARI, rank correlations). ``pool`` names the claims of a
+``percent=False`` shows a claim's values raw (losses, ARI, rank correlations). ``knobs`` are the run-config fields the claim's idea
+changes, and ``declared`` the other differences the paper's own comparison carries, each ``(field, the paper's
+reason)``: ``vlp_lib.book.audit`` checks that the compared runs differ in nothing else. ``pool`` names the claims of a
 notebook whose variance is pooled together (``report.POOLING_RULE``): by default the whole notebook's; a notebook that
 judges claims at two budgets gives each budget its own, so that one budget's verdicts never move with the other's runs.
 """
@@ -46,16 +48,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
+from vlp_lib import runs
 from vlp_lib.book import stats
 from vlp_lib.book.report import (
     AS_CLAIMED,
     CHEAPER,
     COST_FACTOR,
     COST_RULE,
+    COST_VERDICTS,
     DEARER,
+    FLOOR,
     HOLDS,
+    LEARNED_LEVEL,
     NO_EFFECT_MARGIN,
+    NOT_RUN,
     OPPOSITE,
     OPPOSITE_WITHIN,
     SCORECARD_COLUMNS,
@@ -155,10 +163,44 @@ class Claim:
     paper_base: float | None = None
     paper_chance: float = 0.0
     pool: str = ""
+    knobs: tuple[str, ...] = ()
+    declared: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r} (claim {self.id})")
+
+    def pairs(self) -> list[tuple[Hashable, Hashable]]:
+        """The (claimed, reference) row pairs its verdict compares, by its kind: the runs ``vlp_lib.book.audit``
+        checks for undeclared differences, and the references whose learning ``reference_learning`` checks."""
+        if self.kind in ("not_run", "every_draw"):
+            return []
+        if self.kind == "interaction":
+            plus = [row for sign, row, _ in self.terms if sign > 0]
+            minus = [row for sign, row, _ in self.terms if sign < 0]
+            return list(zip(plus, minus))
+        if self.kind == "sweep":
+            rows = [row for _, row in self.grid]
+            return [(row, rows[0]) for row in rows[1:]]
+        if self.kind in ("every", "best_of"):
+            if self.better is not None:
+                return [(self.better, c) for c in self.candidates]
+            return [(c, self.reference) for c in self.candidates]
+        pairs: list[tuple[Hashable, Hashable]] = []
+        if self.better is not None and self.reference is not None:
+            pairs.append((self.better, self.reference))
+        if self.minus is not None:
+            pairs.append(self.minus)
+        if self.control is not None and self.reference is not None:
+            pairs.append((self.reference, self.control))
+        return pairs
+
+    def differs_in(self) -> str:
+        """The scorecard's ``differs_in``: the idea's fields (``knobs``), then "+ field (why)" for each other
+        difference its paper's comparison carries (``declared``); "" for a claim that declares none."""
+        parts = [", ".join(self.knobs)] if self.knobs else []
+        parts += [f"+ {name} ({why})" for name, why in self.declared]
+        return " ".join(parts)
 
     def rows(self) -> list[Hashable]:
         """Every row the claim reads."""
@@ -172,6 +214,25 @@ class Claim:
             *(r for _, r in self.grid),
         ]
         return list(dict.fromkeys(r for r in rows if r is not None))
+
+
+def declare(
+    claims: Sequence[Claim],
+    knobs: Mapping[str, tuple[str, ...]],
+    declared: Mapping[str, tuple[tuple[str, str], ...]] | None = None,
+) -> list[Claim]:
+    """``claims`` with the config fields each one's idea changes (``knobs``, by claim id) and the other differences
+    its paper's comparison carries (``declared``: ``(field, the paper's reason)`` by claim id; a claim not named keeps
+    its own), which ``vlp_lib.book.audit`` checks against the runs' configs. ``ValueError`` naming an id that is no claim's."""
+    declared = declared or {}
+    ids = {c.id for c in claims}
+    unknown = sorted((set(knobs) | set(declared)) - ids)
+    if unknown:
+        raise ValueError(f"knobs or declarations for claims that do not exist: {unknown}")
+    return [
+        replace(c, knobs=tuple(knobs.get(c.id, c.knobs)), declared=tuple(declared.get(c.id, c.declared)))
+        for c in claims
+    ]
 
 
 def interaction_differences(
@@ -258,6 +319,8 @@ def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
         "eval_noise": "",
         "verdict": "not run",
         "seeds": 0,
+        "differs_in": claim.differs_in(),
+        "reference_learned": "",
     }
 
 
@@ -626,6 +689,55 @@ def _judge_correlation(claim: Claim, results: Mapping[Any, Sequence[dict]], line
     return line
 
 
+def untrained_records(records: Sequence[dict]) -> list[dict] | None:
+    """The untrained network of each run of ``records`` (``vlp_lib.experiment.untrained``: the same config, evaluated
+    before any step), from the results store; ``None`` when one is not stored. Records that are themselves untrained
+    networks are their own."""
+    out = []
+    for record in records:
+        if record.get("kind") == runs.UNTRAINED_KIND:
+            out.append(record)
+            continue
+        if "config" not in record:
+            return None
+        found = runs.load(runs.UNTRAINED_KIND, record["config"], paper=record.get("scope"))
+        if found is None:
+            return None
+        out.append(found)
+    return out
+
+
+def reference_learning(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> tuple[str, bool | None]:
+    """Whether the references of ``claim``'s comparisons (``Claim.pairs``) have learned (``LEARNED_RULE``): the text
+    of the scorecard's ``reference_learned`` ("yes, +12.3 pp (p = 0.004)", "no, ..."; for several references the one
+    that learned least) and ``True`` / ``False``; ``("", None)`` where it is not measured: a cost claim, a reference
+    that is itself an untrained network, one whose untrained network is not stored, or a metric it lacks."""
+    if claim.kind in ("timing", "not_run", "every_draw"):
+        return "", None
+    weakest: tuple[float, float, bool] | None = None  # (p, mean gain, learned)
+    for row in dict.fromkeys(reference for _, reference in claim.pairs()):
+        records = results.get(row)
+        if not records or all(r.get("kind") == runs.UNTRAINED_KIND for r in records):
+            return "", None
+        untrained = untrained_records(records)
+        if untrained is None or any(claim.metric not in r.get("metrics", {}) for r in [*records, *untrained]):
+            return "", None
+        d = record_differences(records, untrained, claim.metric)
+        if len(d) < 2:
+            return "", None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = float(scipy_stats.ttest_1samp(d, 0.0, alternative="greater").pvalue)
+        mean = float(np.mean(d))
+        p = p if np.isfinite(p) else (0.0 if mean > 0 else 1.0)  # no spread: every seed gained alike, or none did
+        line = (p, mean, p < LEARNED_LEVEL)
+        weakest = line if weakest is None or line[0] > weakest[0] else weakest
+    if weakest is None:
+        return "", None
+    p, mean, learned = weakest
+    gain = f"{100 * mean:+.1f} pp" if claim.percent else f"{mean:+.3f}"
+    return f"{'yes' if learned else 'no'}, {gain} (p = {p:.3f})", learned
+
+
 def judge(
     claim: Claim,
     results: Mapping[Any, Sequence[dict]],
@@ -633,7 +745,26 @@ def judge(
     checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
     pool_rows: Sequence[Hashable] | None = None,
 ) -> dict[str, Any]:
-    """The scorecard line of ``claim`` (of ``paper``) from ``{row: records}``: "not run" when a row it reads has
+    """The scorecard line of ``claim`` (of ``paper``) from ``{row: records}`` (``_judge``), with whether its reference
+    has learned (``reference_learning``): a claim whose reference has not is judged ``FLOOR`` and has no p-value,
+    so it leaves the book's false-discovery-rate family (``report.with_fdr``)."""
+    line = _judge(claim, results, paper, checks, pool_rows)
+    if line["verdict"] == NOT_RUN:
+        return line
+    line["reference_learned"], learned = reference_learning(claim, results)
+    if learned is False and line["verdict"] not in COST_VERDICTS:
+        line.update(verdict=FLOOR, p=float("nan"), p_direction=float("nan"))
+    return line
+
+
+def _judge(
+    claim: Claim,
+    results: Mapping[Any, Sequence[dict]],
+    paper: str,
+    checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+    pool_rows: Sequence[Hashable] | None = None,
+) -> dict[str, Any]:
+    """``judge`` before the learning check: "not run" when a row it reads has
     no records, always for kind "not_run". ``checks``: for "every_draw" claims, ``{check: (each
     evaluation's (holds, reverse holds), seeds, what one evaluation is)}`` ("not run" without it). ``pool_rows``:
     the rows whose variance is pooled (``report.POOLING_RULE``; default every row of ``results``)."""

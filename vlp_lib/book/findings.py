@@ -92,6 +92,12 @@ def counts_text(card: pd.DataFrame) -> str:
     )
     if len(costs):
         text += f" Cost claims, judged as costs: {_count_words(costs['verdict_fdr'], report.COST_VERDICTS)}."
+    checked = card["reference_learned"].astype(str).str.len().gt(0) if "reference_learned" in card else None
+    if checked is not None and checked.any():
+        floor = int((card["verdict"] == report.FLOOR).sum())
+        text += f" The references of {int(checked.sum())} claims were compared with their networks untrained: " + (
+            f"{floor} had not learned, and those claims are at the floor, untested." if floor else "each had learned."
+        )
     return text
 
 

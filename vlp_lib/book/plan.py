@@ -42,3 +42,10 @@ def stored(row: Any, config: ConfigFn, scale: str, seeds: Sequence[int]) -> list
     fingerprint)."""
     records = [experiment.stored(config(row, scale, s)) for s in seeds]
     return None if any(r is None for r in records) else cast(list[dict], records)
+
+
+def row_configs(rows: Sequence[Any], config: ConfigFn, scale: str, seed: int, row_type: type) -> dict[Any, RunConfig]:
+    """``{row: config(row, scale, seed)}`` for those of ``rows`` that are ``row_type`` rows (a chapter's runs; a
+    claim's other rows, such as a teacher trained once for every seed, have none): what a chapter's
+    ``claim_configs`` gives the config audit (``vlp_lib.book.audit``)."""
+    return {row: config(row, scale, seed) for row in rows if isinstance(row, row_type)}

@@ -81,6 +81,17 @@ CHEAPER, AS_CLAIMED, DEARER = "cheaper than claimed", "as claimed", "dearer than
 COST_VERDICTS = (CHEAPER, AS_CLAIMED, DEARER)
 COST_FACTOR = 1.5  # a cost within a factor of 1.5 of the paper's reads "as claimed" (COST_RULE)
 NOT_RUN = "not run"
+# A claim whose reference has not learned compares models that have not learned: no verdict on the idea (LEARNED_RULE)
+FLOOR = "floor: the reference has not learned"
+LEARNED_LEVEL = 0.05
+LEARNED_RULE = (
+    "Before a comparison is judged, its reference must have learned: per seed, the reference's metric minus the same "
+    "network's before any training step (same architecture, initialisation seed and evaluation), and a one-sided "
+    "paired t test over the seeds. The reference has learned when p < 0.05 (the reference_learned column gives "
+    "the mean gain and p; for a claim with several references, the one that learned least). A claim whose reference "
+    "has not learned reads 'floor: the reference has not learned', whatever its difference, and leaves the "
+    "false-discovery-rate family: it tests nothing about the idea."
+)
 # Practical margins, stated before any verdict: a difference within +-1 pp of a fraction shown in percent is below
 # the smallest gain any of the five papers reports as a headline improvement in its main tables (1 pp), and at our
 # test sets (2,000 images per task) about one standard error of a single accuracy at 25% (0.97 pp); a claim whose
@@ -484,6 +495,8 @@ SCORECARD_COLUMNS = [
     "mde",
     "seeds_needed",
     "seeds",
+    "differs_in",
+    "reference_learned",
 ]
 BOOK_COLUMNS = ["q", "verdict_fdr", "primary"]  # added by ``scorecard``: across the book, and the primary claims
 CLAIMS_VIEW = {  # column -> header of a page's table of its claims (``claims_view``)
@@ -641,7 +654,7 @@ TIMING_METRICS = ("kmeans_share", "epoch_overhead")  # cost claims: judged by CO
 
 
 def tested_claims(card: pd.DataFrame) -> pd.DataFrame:
-    """The lines of ``card`` whose claim was tested: run, and not a cost
-    claim (judged by ``COST_RULE``)."""
-    untested = card["verdict"].isin([NOT_RUN, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
+    """The lines of ``card`` whose claim was tested: run, on a reference that has learned (not ``FLOOR``), and not a
+    cost claim (judged by ``COST_RULE``)."""
+    untested = card["verdict"].isin([NOT_RUN, FLOOR, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
     return card[~untested]

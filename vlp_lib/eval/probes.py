@@ -106,14 +106,23 @@ def _process_pool() -> ProcessPoolExecutor | None:
     return _FIT_POOL[1]
 
 
+# A probe whose fit split holds fewer feature values than this fits in one thread: sending small fits to the
+# processes and back costs more than the fits. A 200-image, 10-class probe (the smoke scale's) took 41 ms in the
+# processes against 34 ms in a thread on an idle 2-core machine, and 97 against 50 ms beside two busy processes (the
+# test suite's notebooks); a 2,000-image one (the book's) 56 against 65 ms: processes from there on
+SMALL_FIT = 100_000
+
+
 @contextlib.contextmanager
-def fit_pool() -> Iterator[Executor]:
+def fit_pool(values: int | None = None) -> Iterator[Executor]:
     """The executor that runs the linear probe's independent fits, one per core: a pool of processes, kept for the
     life of the caller's process. Threads shared the cores poorly: the L-BFGS loop holds the GIL between its matrix
     products, so the six fits of a 100-class probe took 6.2 s in two threads against 8.0 s in one, and 4.0 s in two
-    processes, with the same fits and so the same numbers. With one core, or in a daemon process: one thread (which
-    flushes subnormals; the caller's thread never does), the same fits."""
-    pool = _process_pool()
+    processes, with the same fits and so the same numbers. With one core, in a daemon process, or for a probe of fewer
+    than ``SMALL_FIT`` feature ``values`` (a test-scale probe: its fits take milliseconds, and handing them to a
+    process and back takes longer): one thread (which flushes subnormals; the caller's thread never does), the same
+    fits."""
+    pool = None if values is not None and values < SMALL_FIT else _process_pool()
     if pool is not None:
         yield pool
         return
@@ -212,7 +221,7 @@ def linear_probe(
     # The fits are independent and single-threaded, so they share the cores (``fit_pool``); the slowest (largest
     # C) go first so that the short ones fill in beside them.
     order = sorted(set(Cs), reverse=True)
-    with _probe_threads(), fit_pool() as pool:
+    with _probe_threads(), fit_pool(x_fit.size) as pool:
         futures = [pool.submit(_val_fit, x_fit, ytr[fit_idx], x_val, ytr[val_idx], C, max_iter, seed) for C in order]
         fits = dict(zip(order, (f.result() for f in futures)))
     val_accuracies = {C: accuracy for C, (accuracy, _) in fits.items()}

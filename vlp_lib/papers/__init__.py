@@ -34,7 +34,8 @@ class Chapter:
     column; ``notebooks``:
     its notebooks (``notebooks/<stem>.ipynb``) in reading order, which is also execution order (a later notebook
     reuses the runs an earlier one stored); ``module``: the chapter's module (imported only when judged), which
-    provides ``claims(scale)`` (scorecard lines, ``vlp_lib.book.report.SCORECARD_COLUMNS``), ``resolve_seeds(scale,
+    provides ``claims(scale)`` (scorecard lines, ``vlp_lib.book.report.SCORECARD_COLUMNS``), ``CLAIMS`` and
+    ``claim_configs(claim, scale, seed)`` (the run configs of the rows a claim reads: ``vlp_lib.book.audit``), ``resolve_seeds(scale,
     None)`` (the seeds its claims are judged on) and ``RULES`` (its verdict rules beyond the shared
     ``report.VERDICT_RULE``); ``methods``: the names of the methods its ``method`` module defines (the core's
     registry imports that module when a run asks for one of them); ``order``: its place in the book; ``reads``: the
@@ -78,6 +79,22 @@ class Chapter:
     def rules(self) -> list[str]:
         """The chapter's own verdict rules (timing claims, "matches in less time" ...), as sentences."""
         return list(getattr(self._module(), "RULES", []))
+
+    def claim_list(self) -> list[Any]:
+        """Every claim of the chapter (its module's ``CLAIMS``: ``vlp_lib.book.claims.Claim``)."""
+        return list(self._module().CLAIMS)
+
+    def resolved_claim(self, claim: Any, scale: str = "laptop") -> Any:
+        """``claim`` with its rows as its runs are planned at ``scale`` (the module's ``resolved_claim`` where a
+        claim's rows are resolved by a plan, as ProtoCLIP's Fig. 6 bars; else the claim as it is)."""
+        resolve = getattr(self._module(), "resolved_claim", None)
+        return claim if resolve is None else resolve(claim, scale)
+
+    def claim_configs(self, claim: Any, scale: str = "laptop", seed: int = 0) -> dict[Any, Any]:
+        """The run config of each row ``claim`` reads that is one run of ``seed`` at ``scale`` (the module's
+        ``claim_configs``; a row trained once for every seed, a teacher, has none): configs only, nothing trained
+        (``vlp_lib.book.audit``)."""
+        return dict(self._module().claim_configs(claim, scale, seed))
 
 
 def register(chapter: Chapter) -> Chapter:

@@ -37,7 +37,7 @@ import torch
 
 from vlp_lib import experiment, runs
 from vlp_lib.book import lineup
-from vlp_lib.book.claims import Claim, judge_stored
+from vlp_lib.book.claims import Claim, declare, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import CLIP, VARIANTS, Data, run_of
 from vlp_lib.book.plan import seeds_parameter
@@ -456,7 +456,11 @@ def _claims(data: Data = DRAWINGS) -> list[Claim]:
     return out
 
 
-CLAIMS: list[Claim] = _claims()
+# The config fields each claim's idea changes (``vlp_lib.book.audit`` checks that its runs differ in nothing else), and
+# the other differences a variant's comparison carries, with the reason.
+NO_TEXT_TOWER = ("context_length", "TP_Postag has no text tower: its captions are read for their word tags only")
+KNOBS: dict[str, tuple[str, ...]] = {f"D_{v}": ("method",) for v in DEFAULT_VARIANTS if v != CLIP}
+CLAIMS: list[Claim] = declare(_claims(), KNOBS, {"D_tp_postag": (NO_TEXT_TOWER,)})
 
 
 def claims_on(data: Data = DRAWINGS, variants: Sequence[str] | None = None) -> list[Claim]:
@@ -807,3 +811,15 @@ def paper_scale_sentence(summary: Mapping[str, Any], data: Data = DRAWINGS) -> s
     if not paper_scale_current(summary):
         text += " The code these runs depend on has changed since: they are the old code's numbers."
     return text
+
+
+def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig | dict[str, Any]]:
+    """The run config of each row ``claim`` reads, for ``seed`` at ``scale`` on the drawings (``vlp_lib.book.audit``):
+    built from the drawings where they are built here, else the pinned config (its record form: a config on data
+    that is not here cannot be checked again)."""
+    rows = [str(row) for row in claim.rows()]  # the chapter's rows are variant names
+    if built(DRAWINGS):
+        sizes = sizes_on(scale, DRAWINGS)
+        return {row: config(row, scale, seed, DRAWINGS, sizes) for row in rows}
+    pinned = pinned_configs(scale)
+    return {row: pinned[row][str(seed)] for row in rows if str(seed) in pinned.get(row, {})}

@@ -29,6 +29,8 @@ runs when asked for.
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +42,7 @@ import pandas as pd
 from vlp_lib import experiment, runs
 from vlp_lib.book import data as book_data
 from vlp_lib.book import lineup, report
-from vlp_lib.book.claims import Claim, judge_stored, our_chance
+from vlp_lib.book.claims import Claim, declare, judge_stored, our_chance
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import (
     CLIP,
@@ -56,6 +58,7 @@ from vlp_lib.book.lineup import (
 )
 from vlp_lib.book.lineup import IMAGE_ONLY_SIZE as IMAGE_ONLY_SIZE  # re-exported: the page and the tests read them
 from vlp_lib.book.plan import seeds_parameter
+from vlp_lib.book.release import RECORDS, RELEASE_DIR
 from vlp_lib.book.report import fmt, mean_std, seed_values
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import folder_tasks
@@ -722,7 +725,18 @@ def _claims() -> list[Claim]:
     return out
 
 
-CLAIMS: list[Claim] = _claims()
+# The config fields each claim's idea changes (``vlp_lib.book.audit`` checks that its runs differ in nothing else), and
+# the other differences a variant's comparison carries, with the reason.
+NO_TEXT_TOWER = ("context_length", "TP_Postag has no text tower: its captions are read for their word tags only")
+KNOBS: dict[str, tuple[str, ...]] = {
+    **{f"H_{v}_samples": ("method",) for v in DEFAULT_VARIANTS if v != CLIP},
+    # equal seconds: a variant trains for as many samples as CLIP's seconds buy it
+    **{f"H_{v}_seconds": ("method", "epochs") for v in DEFAULT_VARIANTS if v != CLIP},
+}
+DECLARED: dict[str, tuple[tuple[str, str], ...]] = {
+    f"H_tp_postag_{b}": (NO_TEXT_TOWER,) for b in ("samples", "seconds")
+}
+CLAIMS: list[Claim] = declare(_claims(), KNOBS, DECLARED)
 
 
 def claims_on(scale: str, data: Data = WORLD) -> list[Claim]:
@@ -851,3 +865,29 @@ def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: st
         f". The models have learned{way}, but early: the claims rank what each idea gives in the first stage of "
         "training, and a ranking at convergence may differ."
     )
+
+
+def released_calibration(scale: str, seeds: Sequence[int]) -> Calibration | None:
+    """The shipped release's calibration of ``scale`` and ``seeds`` on the world (``None`` without one): the one that
+    chose the book's equal-seconds runs, for a store that has not restored it."""
+    name = f"{runs.config_hash(_calibration_key(scale, seeds, WORLD))}.json.gz"
+    path = RELEASE_DIR / RECORDS / CALIBRATION_KIND / name
+    if not path.exists():
+        return None
+    record = json.loads(gzip.decompress(path.read_bytes()))
+    return Calibration(dict(record["seconds_per_sample"]), float(record["metrics"]["clip_seconds"]))
+
+
+def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
+    """The run config of each row ``claim`` reads, for ``seed`` at ``scale`` on the world (``vlp_lib.book.audit``): an
+    equal-seconds row through the stored calibration (none without one: the row is then not compared)."""
+    calibration = None
+    if any(isinstance(row, Row) and row.budget == "seconds" for row in claim.rows()):
+        seeds = resolve_seeds(scale, None)
+        calibration = stored_calibration(scale, seeds) or released_calibration(scale, seeds)
+    out = {}
+    for row in claim.rows():
+        run = resolve(row, scale, calibration) if isinstance(row, Row) else None
+        if run is not None:
+            out[row] = config(run, scale, seed)
+    return out

@@ -44,7 +44,7 @@ import pandas as pd
 from vlp_lib import experiment
 from vlp_lib.book import data as book_data
 from vlp_lib.book import plan
-from vlp_lib.book.claims import EVERY_RULE, Claim, judge_stored
+from vlp_lib.book.claims import EVERY_RULE, Claim, declare, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.config import as_list, scale_defaults
@@ -600,7 +600,14 @@ def _claims() -> list[Claim]:
     return out
 
 
-CLAIMS: list[Claim] = _claims()
+# The config fields each claim's idea changes (``vlp_lib.book.audit`` checks that its runs differ in nothing else).
+KNOBS: dict[str, tuple[str, ...]] = {
+    **{i: ("method",) for i in ("I1_zs", "I1_ir", "I1_tr")},  # CLIP against iCLIP at each ratio: the class rows
+    **{i: ("method_kwargs.ratio",) for i in ("I2_zs", "I2_zs_low", "I2_ir", "I2_tr")},
+    **{f"I4_{s}_{d}{f}": ("method",) for s in ("flickr", "coco") for d in ("ir", "tr") for f in ("", "_full")},
+    **{i: ("method_kwargs.definitions",) for i in ("I4_definitions_coco", "I4_definitions_flickr")},
+}
+CLAIMS: list[Claim] = declare(_claims(), KNOBS)
 # The chapter's primary claim: the supplement's headline (Supp A) and the abstract's: classification data mixed into
 # contrastive pre-training beats CLIP on ImageNet zero-shot at equal samples, at every share. Its verdict heads the
 # chapter; the other claims are secondary, and the false discovery rate family stays the whole book.
@@ -641,3 +648,8 @@ def claims_table(
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing)."""
     return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), "iCLIP")
+
+
+def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
+    """The run config of each row ``claim`` reads, for ``seed`` at ``scale`` on the world (``vlp_lib.book.audit``)."""
+    return plan.row_configs(claim.rows(), config, scale, seed, Row)

@@ -47,7 +47,7 @@ import pandas as pd
 
 from vlp_lib import experiment
 from vlp_lib.book import data, plan
-from vlp_lib.book.claims import EVERY_RULE, Claim, judge_stored
+from vlp_lib.book.claims import EVERY_RULE, Claim, declare, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.config import as_list, scale_defaults
@@ -989,7 +989,23 @@ def _zsl_maps() -> list[int]:
     return [5 - ZSL_LAYERS + j + 1 for j in range(ZSL_LAYERS)]
 
 
-CLAIMS: list[Claim] = _claims()
+# The config fields each claim's idea changes (``vlp_lib.book.audit`` checks that its runs differ in nothing else).
+LABEL_SET = ("method_kwargs.label_set", "method_kwargs.pos", "method_kwargs.k")  # a label set and its size K
+KNOBS: dict[str, tuple[str, ...]] = {
+    **{i: LABEL_SET for i in ("M1_voc", "M1_in1k", "M1_coco", "M2")},
+    **{i: ("method_kwargs.pos",) for i in ("M3_adj", "M3_vb", "M3_in1k")},
+    "M4": ("method_kwargs.k",),
+    **{i: ("method_kwargs.layers", "method_kwargs.heads") for i in ("M5_proxy_tfm", "M5_proxy_attfc")},
+    **{i: ("method_kwargs.layers", "method_kwargs.heads") for i in ("M5_in1k_tfm", "M5_voc_tfm", "M5_in1k_attfc")},
+    **{i: ("method_kwargs.head",) for i in ("M6_proxy", "M6_in1k", "M6_voc", "M6_coco")},
+    # ICMLM against a TP_* model: the method (ICMLM starts from TP_Postag, so its initialisation is part of it)
+    **{f"M7_{r}_{t}": ("method",) for r in ("postag", "label") for t in ("voc", "in1k", "coco")},
+    # equal samples: TP_Postag trains as long as ICMLM's TP_Postag start and its own training together
+    **{f"M7_fair_{t}": ("method", "epochs") for t in ("voc", "in1k", "coco")},
+    **{i: ("method_kwargs.lambda",) for i in ("M9_voc", "M9_in1k", "M9_tp_loss")},
+    **{i: ("method",) for i in ("M10_C-11", "M10_C-12", "M10_C-13", "M11_last", "M11_early")},
+}
+CLAIMS: list[Claim] = declare(_claims(), KNOBS)
 # The chapter's primary claim: the abstract's headline: ICMLM (masked words predicted from the image) learns better
 # visual features than tag prediction from the same captions, compared at equal samples. Its verdict heads the
 # chapter; the other claims are secondary, and the false discovery rate family stays the whole book.
@@ -1009,3 +1025,8 @@ def claims_table(
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing)."""
     return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), "ICMLM")
+
+
+def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
+    """The run config of each row ``claim`` reads, for ``seed`` at ``scale`` on the world (``vlp_lib.book.audit``)."""
+    return plan.row_configs(claim.rows(), config, scale, seed, Row)

@@ -27,7 +27,7 @@ import pandas as pd
 
 from vlp_lib import experiment, runs
 from vlp_lib.book import data
-from vlp_lib.book.claims import Claim, decisive_comparison, judge
+from vlp_lib.book.claims import Claim, decisive_comparison, declare, judge
 from vlp_lib.book.report import (
     SCORECARD_COLUMNS,
     PairedTest,
@@ -58,6 +58,13 @@ SWEEPS = {
     "target_temperature": "Fig. 6 (b): target temperature tau_y (0 = hardmax)",
     "images_per_prototype": "Fig. 6 (c): images per prototype (L_Proto + L_CLIP)",
     "external_teacher": "Fig. 6 (d): external teacher",
+}
+# each sweep's run-config field (``vlp_lib.book.audit``): the episode size is the trainer's, the others ProtoCLIP's
+SWEEP_FIELDS = {
+    "episode_size": "episode_size",
+    "target_temperature": "method_kwargs.target_temperature",
+    "images_per_prototype": "method_kwargs.images_per_prototype",
+    "external_teacher": "method_kwargs.external_teacher",
 }
 # each sweep's x axis: the hyper-parameter its bars vary, with its unit
 SWEEP_AXES = {
@@ -524,6 +531,9 @@ CLAIMS: list[Claim] = [
         None,
     ),
 ]
+
+# the config field each of Fig. 6's claims varies (``vlp_lib.book.audit``): its sweep's
+CLAIMS = declare(CLAIMS, {c.id: (SWEEP_FIELDS[cast(tuple, c.better)[0]],) for c in CLAIMS})
 
 
 def paper_claims(plan: Plan, metric: str = "avg3/linear") -> list[Claim]:

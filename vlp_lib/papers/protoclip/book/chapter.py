@@ -33,6 +33,7 @@ from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead,
     TIMING_RULE,
     Claim,
     blank_line,
+    declare,
     episode_shares,
     epoch_overhead,
     judge_stored,
@@ -559,7 +560,32 @@ def _chapter_claims() -> list[Claim]:
 
 
 # Every headline claim of the chapter, once: the scorecard judges all of them, each notebook shows its own.
-CLAIMS: list[Claim] = _chapter_claims()
+# The config fields each claim's idea changes (``vlp_lib.book.audit`` checks that its runs differ in nothing else), and
+# the other differences the paper's own comparison carries, with the paper's reason (Fig. 6's: ``ablation.KNOBS``).
+METHOD = ("method",)
+LIT = ("image_lock_fraction", "IV-A-2: ProtoCLIP at E anneals the image tower by E/2, then tunes with it locked (LiT)")
+KNOBS: dict[str, tuple[str, ...]] = {
+    "table4_linear": METHOD,
+    "table4_zeroshot": METHOD,
+    "table4_half_epochs": ("method", "epochs"),
+    "table3_teacher": ("method_kwargs.external_teacher",),
+    "table3_pbt": ("method_kwargs.use_pbt",),
+    "table3_soft_target": ("method_kwargs.target_temperature",),
+    "table3_kmeans": ("method_kwargs.kmeans_iters",),
+    "table3_augmentation": ("augmentation",),
+    "table10_proto_adds": METHOD,
+    "table11_protoclip_vs_simclr": ("augmentation",),
+    "table11_no_aug_retrieval": ("augmentation",),
+    "table12_ari": METHOD,
+    "fig9_kmeans_share": ("method", "epochs"),
+    "fig9_overhead": ("method", "epochs"),
+}
+DECLARED: dict[str, tuple[tuple[str, str], ...]] = {
+    "table4_linear": (LIT,),
+    "table4_zeroshot": (LIT,),
+    "table12_ari": (LIT,),
+}
+CLAIMS: list[Claim] = declare(_chapter_claims(), KNOBS, DECLARED)
 # The chapter's primary claim: the abstract's headline: ProtoCLIP improves on CLIP's linear probe (ImageNet +5.81%) at
 # equal training. Its verdict heads the chapter; the other claims are secondary, and the false discovery rate family
 # stays the whole book.
@@ -744,3 +770,23 @@ def row_table(
         line["seeds"] = len(records)
         lines.append(line)
     return pd.DataFrame(lines).set_index("row")
+
+
+def resolved_claim(claim: Claim, scale: str = "laptop") -> Claim:
+    """``claim`` with its rows as its runs are planned at ``scale`` (``vlp_lib.book.audit``): Fig. 6's claims on the
+    ablation's default plan (episode sizes as pair counts, a best-of claim's candidates the other bars of its
+    sweep), every other claim as it is."""
+    if claim.notebook != "ablation":
+        return claim
+    sweeps = ablation.make_plan(scale if scale in ablation.ABLATION_SCALES else "laptop")
+    # paper_claims resolves ablation.CLAIMS, which carry their own knobs
+    return next(c for c in ablation.paper_claims(sweeps) if c.id == claim.id)
+
+
+def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
+    """The run config of each row ``claim`` (``resolved_claim``'s) reads, for ``seed`` at ``scale``
+    (``vlp_lib.book.audit``): a table's rows by ``config``, Fig. 6's bars by the ablation's default plan."""
+    if claim.notebook != "ablation":
+        return plan.row_configs(claim.rows(), config, scale, seed, Row)
+    sweeps = ablation.make_plan(scale if scale in ablation.ABLATION_SCALES else "laptop", seeds=[seed])
+    return {(run.sweep, run.value): run.config for run in sweeps.runs}

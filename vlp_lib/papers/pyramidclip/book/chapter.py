@@ -33,7 +33,7 @@ import pandas as pd
 from vlp_lib import experiment
 from vlp_lib.book import data as book_data
 from vlp_lib.book import plan
-from vlp_lib.book.claims import Claim, judge_stored
+from vlp_lib.book.claims import Claim, declare, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.config import as_list, scale_defaults
@@ -443,7 +443,15 @@ def _claims() -> list[Claim]:
     return claims
 
 
-CLAIMS: list[Claim] = _claims()
+# The config fields each claim's idea changes (``vlp_lib.book.audit`` checks that its runs differ in nothing else).
+WEIGHTS = ("method_kwargs.weights",)
+KNOBS: dict[str, tuple[str, ...]] = {
+    **{i: ("method",) for i in ("P1", "P2", "P3", "P3_i2t", "P6", "P12", "P12_noisy")},
+    "P4": ("method", "epochs"),  # as many image-encoder passes: CLIP trains twice as long (Table 2's note)
+    **{i: WEIGHTS for i in ("P7", "P9", "P10", "P13")},
+    "P11": ("method_kwargs.alpha",),
+}
+CLAIMS: list[Claim] = declare(_claims(), KNOBS)
 # The chapter's primary claim: the abstract's headline: PyramidCLIP beats CLIP on ImageNet zero-shot top-1 (+10.6% at
 # 15M pairs). Its verdict heads the chapter; the other claims are secondary, and the false discovery rate family stays
 # the whole book.
@@ -641,3 +649,8 @@ class Page:
     def uses_detector(self) -> bool:
         """Whether any run reads the detector's ROI features (the world, or a regions file)."""
         return self.data.is_world or self.data.regions is not None
+
+
+def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
+    """The run config of each row ``claim`` reads, for ``seed`` at ``scale`` on the world (``vlp_lib.book.audit``)."""
+    return plan.row_configs(claim.rows(), config, scale, seed, Row)
