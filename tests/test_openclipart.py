@@ -5,6 +5,9 @@ the classes large enough, the same bytes twice, and a result that is not the boo
 
 import csv
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +38,7 @@ def _drawing(path, title, description="", keywords=(), colour="red", w=40, h=20)
 def unpinned(monkeypatch):
     """These drawings are not the package's: its digests are not theirs (set where a test needs them)."""
     monkeypatch.setattr(openclipart, "DIGESTS", {})
+    monkeypatch.setattr(openclipart, "book_renders", lambda size: {})
 
 
 @pytest.fixture
@@ -102,12 +106,18 @@ def test_the_same_drawings_give_the_same_bytes_and_another_result_is_refused(pac
     b = openclipart.build(32, svg_root=package, root=tmp_path / "b", workers=2, progress=False)
     assert a.digests == b.digests
     assert (a.folder / "pairs.csv").read_bytes() == (b.folder / "pairs.csv").read_bytes()
-    monkeypatch.setitem(openclipart.DIGESTS, 32, {"text": a.digests["text"], "images": "0" * 64})
-    with pytest.raises(ValueError, match="rendered images differ from the book's"):
+    # the book's digest of each drawing, one of them another: the refusal names that drawing
+    other = sorted(a.manifest["renders"])[1]
+    book = {**a.manifest["renders"], other: "0" * openclipart.DIGEST_CHARS}
+    monkeypatch.setattr(openclipart, "book_renders", lambda size: book)
+    with pytest.raises(
+        ValueError, match=f"rendered images differ from the book's: 1 of {len(book)} drawings \\({other}"
+    ):
         openclipart.build(32, svg_root=package, root=tmp_path / "c", workers=1, progress=False)
     kept = openclipart.build(32, svg_root=package, root=tmp_path / "c", accept_other_renders=True, progress=False)
     assert kept.manifest["other_renders"] is True
-    monkeypatch.setitem(openclipart.DIGESTS, 32, {"text": "0" * 64, "images": a.digests["images"]})
+    monkeypatch.setattr(openclipart, "book_renders", lambda size: a.manifest["renders"])
+    monkeypatch.setitem(openclipart.DIGESTS, 32, {"text": "0" * 64})
     with pytest.raises(ValueError, match="captions and split differ from the book's"):
         openclipart.build(32, svg_root=package, root=tmp_path / "d", workers=1, progress=False)
     assert not (tmp_path / "d").exists() or not any((tmp_path / "d").iterdir())
@@ -125,3 +135,47 @@ def test_bad_requests_name_the_command_or_the_parameter(tmp_path):
     with pytest.raises(SystemExit) as exit_:  # the command refuses the same way, before any rendering
         openclipart.main(["--size", "4", "--svg-root", str(tmp_path)])
     assert exit_.value.code == 2
+
+
+TEXT_SVG = """<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40" viewBox="0 0 120 40">
+<text x="4" y="28" font-family="{family}" font-size="24">Wag</text></svg>"""
+RENDER = """
+import hashlib, sys
+from pathlib import Path
+from vlp_lib.data import openclipart
+if sys.argv[2] == "pinned":
+    png = openclipart.render(Path(sys.argv[1]), 64)
+else:  # cairosvg as it draws with the machine's fonts
+    png = openclipart._cairosvg().svg2png(url=sys.argv[1], background_color="white", output_width=64)
+print(openclipart.pixel_digest(png))
+"""
+
+
+def test_text_is_drawn_with_the_pinned_fonts_whatever_fonts_the_machine_has(tmp_path):
+    """Two machines with other fonts, simulated by two fontconfig files (one with a single serif face): a drawing's
+    text renders alike through ``render`` (the pinned DejaVu fonts), and differently through cairosvg alone."""
+    import matplotlib
+
+    stix = tmp_path / "stix"
+    stix.mkdir()
+    for name in ("STIXGeneral.ttf", "STIXGeneralBol.ttf"):
+        (stix / name).write_bytes((Path(matplotlib.get_data_path()) / "fonts" / "ttf" / name).read_bytes())
+    other = tmp_path / "other.conf"
+    other.write_text(
+        f'<?xml version="1.0"?><fontconfig><dir>{stix}</dir><cachedir>{tmp_path / "c"}</cachedir></fontconfig>'
+    )
+    script = tmp_path / "render.py"
+    script.write_text(RENDER)
+    for family in ("Bitstream Vera Sans", "Times New Roman", "serif"):
+        svg = tmp_path / f"{family}.svg"
+        svg.write_text(TEXT_SVG.format(family=family))
+
+        def digest(how: str, conf: Path | None) -> str:
+            env = {k: v for k, v in os.environ.items() if k != "FONTCONFIG_FILE"}
+            env.update({"FONTCONFIG_FILE": str(conf)} if conf is not None else {})
+            done = subprocess.run([sys.executable, str(script), str(svg), how], env=env, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr[-2000:]
+            return done.stdout.strip()
+
+        assert digest("pinned", None) == digest("pinned", other), family
+        assert digest("system", None) != digest("system", other), family  # the test can see a font change

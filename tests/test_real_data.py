@@ -202,3 +202,23 @@ def test_image_folder_task_refused_or_cleaned(tmp_path):
 
     with pytest.warns(UserWarning, match="1 not a decodable image"):
         assert len(tasks.load_task(f"folder:{root}", "test", n=100)) == 60
+
+
+def test_a_run_on_other_pixels_under_the_same_path_is_another_run(tmp_path):
+    """Runs on real data are keyed by the data's contents (``RunConfig.data_digest``), not by its path: replace one
+    image under the same CSV and the stored run is not the run asked for; restore the bytes and it is again."""
+    csv = write_csv(tmp_path, 40)
+    config = experiment.make_config("smoke", method="clip", train_data=str(csv), **TINY)
+    assert config.data_digest and config.to_dict()["data_digest"] == config.data_digest
+    experiment.runs.save(experiment.RUN_KIND, config.to_dict(), {"avg3/linear": 0.5}, paper=None)
+    assert experiment.stored(config) is not None
+    original = (tmp_path / "img3.jpg").read_bytes()
+    (tmp_path / "img3.jpg").write_bytes(jpeg(np.random.default_rng(7)))
+    other = experiment.make_config("smoke", method="clip", train_data=str(csv), **TINY)
+    assert other.data_digest != config.data_digest and experiment.stored(other) is None
+    # a record's config read back is checked against the files as they are now
+    assert experiment.RunConfig.from_dict(config.to_dict()).data_digest == other.data_digest
+    (tmp_path / "img3.jpg").write_bytes(original)
+    assert experiment.make_config("smoke", method="clip", train_data=str(csv), **TINY).data_digest == config.data_digest
+    # a run on the generated world alone keeps the key it had before digests existed
+    assert "data_digest" not in experiment.make_config("smoke", method="clip", **TINY).to_dict()

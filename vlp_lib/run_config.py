@@ -13,7 +13,9 @@ fields by those keys and checks the result again.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,7 @@ RUN_KEYS = (
     "task_test",
     "retrieval_images",
     "seed",
+    "data_digest",
 )
 
 
@@ -101,7 +104,8 @@ class RunConfig:
     """One run: which data, which model, which method with which arguments, how to train and what to evaluate.
 
     Data: ``train_data`` ("world" or real data: ``data.real``), ``train_size`` pairs (real data: as counted),
-    ``world_seed``, ``world_knobs`` (``data.world.check_knobs``), ``world_mix`` (``check_world_mix``), ``tokenizer``
+    ``world_seed``, ``world_knobs`` (``data.world.check_knobs``), ``world_mix`` (``check_world_mix``),
+    ``data_digest`` (the contents of every real file the run reads, ``data_digest``), ``tokenizer``
     ("world" | "bpe") at ``context_length``, images at ``image_size``. Model: ``model`` (``models``). Method:
     ``method`` and ``method_args`` (``method_class(method).Args``). ``seed`` fixes initialisation, data order and
     augmentation (``train.seed`` is the same). ``scale`` names the sizes it came from and the evaluation task sets."""
@@ -121,6 +125,7 @@ class RunConfig:
     world_knobs: Mapping[str, Any] = field(default_factory=dict)
     world_mix: tuple[Mapping[str, Any], ...] = ()
     context_length: int = 24
+    data_digest: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record form: the run's keys, ``method_kwargs`` (arguments that differ from their defaults) and
@@ -147,6 +152,9 @@ class RunConfig:
             "retrieval_images": self.eval.retrieval_images,
             "seed": self.seed,
             **train,
+            # real data by its contents (``data_digest``); a run on the generated world alone has no key for it, as
+            # before the digest existed
+            **({"data_digest": self.data_digest} if self.data_digest else {}),
         }
 
     @classmethod
@@ -168,6 +176,22 @@ class RunConfig:
     def episode_size(self) -> int:
         """Pairs per episode (an epoch when ``train.episode_size`` is None)."""
         return self.train.episode_length(self.train_size)
+
+
+def data_digest(train_data: str, eval_tasks: Sequence[str]) -> str:
+    """The digest of the contents of every real file a run reads: its training pairs (``real.content_digest``) and
+    its image-folder and pair-set tasks; "" for a run on the generated world alone. It keys the run beside the
+    paths, so that a run on other pixels or captions under the same path is another run, never a stored one. Always
+    computed here: a ``data_digest`` given to ``make_config`` (a record's) is read again from the files."""
+    parts = [] if real.is_world(train_data) else [("train_data", real.content_digest(train_data))]
+    for name in eval_tasks:
+        if folder_tasks.is_folder_task(name):
+            parts.append((name, folder_tasks.content_digest(name)))
+        elif pair_sets.is_pair_set(name):
+            parts.append((name, real.content_digest(name[len(pair_sets.PREFIX) :])))
+    if not parts:
+        return ""
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
 def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **overrides: Any) -> RunConfig:
@@ -242,6 +266,7 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
         world_knobs=check_knobs(**knobs) if knobs else {},
         world_mix=tuple(world_mix),
         context_length=check_positive_int("context_length", params.get("context_length", 24)),
+        data_digest=data_digest(train_data, eval_tasks),
     )
     cls.check_config(config)
     return config

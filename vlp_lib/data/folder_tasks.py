@@ -19,6 +19,7 @@ import numpy as np
 
 from vlp_lib.data import real
 from vlp_lib.data.labelled import Task
+from vlp_lib.files import files_digest
 from vlp_lib.paths import resolve_data
 
 PREFIX = "folder:"
@@ -59,6 +60,13 @@ def check_folder_task(name: str) -> tuple[Path, list[str]]:
             f"{classes['train']} and {classes['test']}"
         )
     return root, classes["train"]
+
+
+def content_digest(name: str) -> str:
+    """The digest of the contents of every file of folder task ``name``, both splits (``files.files_digest``, in path
+    order): what keys a run evaluated on it."""
+    root, _ = check_folder_task(name)
+    return files_digest(sorted(p for split in ("train", "test") for p in (root / split).rglob("*") if p.is_file()))
 
 
 def load_folder_task(name: str, split: str, n: int | None = None):

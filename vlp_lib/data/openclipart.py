@@ -30,9 +30,14 @@ drawing (``drawing_digest``: the file without its metadata), read as a number, f
 range, so every machine splits alike and a drawing never changes sides; a file whose drawing an earlier file (in path
 order) already has is a copy of that drawing filed in another folder, and is kept once (a crawfish under ``animals/`` and ``food/`` would otherwise be a training pair and
 a held-out one at once, with two category labels). **The same data set on every machine**: the package is pinned by version and SHA-256
-(``PACKAGE``), and the result's digests are in the code (``DIGESTS``): the text side (every caption, path and
-split) must match; the images' digest depends on cairosvg and the system's cairo, and a machine that renders other
-bytes is told so (``--accept-other-renders`` keeps its images, and the manifest says so).
+(``PACKAGE``), and the result's digests are in the code: the text side (every caption, path and split: ``DIGESTS``)
+must match, and so must each drawing's pixels (``RENDERS``). Pixels, not PNG bytes: the compression is not what a model reads.
+**The pixels are a function of pinned inputs**: the drawing, cairosvg and cairo, and the fonts of the 293 drawings
+with text, which cairo finds through fontconfig: by default the system's fonts, so that a fresh Debian 12 with 22
+fonts drew other text than this book's machine with 38. The renderer reads a fontconfig file of its own
+(``font_config``): the DejaVu fonts of the matplotlib wheel, checked by SHA-256 (``FONTS``), and nothing of the
+system's. A drawing's digest is in the manifest and the book's in ``RENDERS``: a machine that renders other pixels
+is told which drawings differ (``--accept-other-renders`` keeps its images, and the manifest says so).
 
 Rendering is timed apart and cached: ``build`` renders each size once and then returns the folder.
 """
@@ -60,7 +65,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from vlp_lib.data.debian import Package, unpack
-from vlp_lib.paths import data_dir
+from vlp_lib.files import file_sha256
+from vlp_lib.paths import cache_dir, data_dir
 
 COMMAND = "python -m vlp_lib.data.openclipart"
 PACKAGE = Package(
@@ -80,20 +86,13 @@ DEFAULT_SIZE = 64
 FIELDS = ("filepath", "title", "summary")
 DC = "http://purl.org/dc/elements/1.1/"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-# The result's digests (``Built.digests``) per size, as the book built it (2026-11-27: cairosvg 2.8.2, Debian
-# bookworm's libcairo2; 8,121 files, 663 links, 444 copies of a drawing filed elsewhere, 60 without a title, 25 that
-# do not render: 4,843 training pairs and 2,086 held out, 14 categories and 22 sub-categories of at least 40
-# drawings): ``text`` over every caption, path and split; ``images`` over the rendered PNGs' bytes. A size not listed
-# is built unchecked.
+# The text digest of the result (``Built.digests``: every caption, path and split), as the book built it (2026-11-27:
+# 8,121 files, 663 links, 444 copies of a drawing filed elsewhere, 60 without a title, 25 that do not render: 4,843
+# training pairs and 2,086 held out, 14 categories and 22 sub-categories of at least 40 drawings); the images' are
+# each drawing's (``RENDERS``). A size not listed is built unchecked.
 DIGESTS: dict[int, dict[str, str]] = {
-    32: {
-        "text": "0669811b95cab03c0ae915900d3ac51fb7467f3da8fb820a26c7ea87c9b84629",
-        "images": "49c585668bac1daa6e1c165d3e65152d7af167ef72f3713af03c0b000fb843f6",
-    },
-    64: {
-        "text": "0669811b95cab03c0ae915900d3ac51fb7467f3da8fb820a26c7ea87c9b84629",
-        "images": "8f44772654474e19eb26459d8fc5873c1e1325d10872dc698c06d7329ce19d43",
-    },
+    32: {"text": "0669811b95cab03c0ae915900d3ac51fb7467f3da8fb820a26c7ea87c9b84629"},
+    64: {"text": "0669811b95cab03c0ae915900d3ac51fb7467f3da8fb820a26c7ea87c9b84629"},
 }
 
 
@@ -194,6 +193,76 @@ def drawings(svg_root: Path) -> tuple[list[Drawing], Counter[str]]:
     return out, skipped
 
 
+# The fonts a drawing's text is drawn with (``font_config``): the DejaVu families of matplotlib 3.11.2's wheel
+# (``mpl-data/fonts/ttf``), each checked by SHA-256 before the renderer may use it
+FONT_PACKAGE = "matplotlib==3.11.2"
+FONTS = {
+    "DejaVuSans.ttf": "3fdf69cabf06049ea70a00b5919340e2ce1e6d02b0cc3c4b44fb6801bd1e0d22",
+    "DejaVuSans-Bold.ttf": "b184b89e3c1075f22f6b71575b6fc20d4972b3cfd3b23322ca6fd596dcaef167",
+    "DejaVuSans-Oblique.ttf": "ccdf74b350f11fd3dd5774de50e5e6346a1a5da1f5b7d5fb83590665e97a5213",
+    "DejaVuSans-BoldOblique.ttf": "6edf0283160186af451cbee71e7b845f2e4cabf264bb992ce668c83c25465e6f",
+    "DejaVuSerif.ttf": "107244956e9962b9e96faccdc551825e0ae0898ae13737133e1b921a2fd35ffa",
+    "DejaVuSerif-Bold.ttf": "c3753f2ed6bc673f15846dc45addbeb3b9c872f32fb18fd53a21f1bef1ed7676",
+    "DejaVuSerif-Italic.ttf": "3e7994fbc54fa10ce3352a42d548fadd7d9cadb69cb1109bc9d960f6dac57f04",
+    "DejaVuSerif-BoldItalic.ttf": "d93efec7a9d2e826768d1a2ee95b95870e15e29599a84f3484af1de1cec2e181",
+    "DejaVuSansMono.ttf": "602ec86b8948cfcd956482fe64f94c36c867770149ef2f791d4613f443bcecb3",
+    "DejaVuSansMono-Bold.ttf": "baada9a5172fe20886251aff0433fc38461912d5daf07287e7bee56620a8da96",
+    "DejaVuSansMono-Oblique.ttf": "28052813f7a709fc89f52d192dc995ef4f0fdc5c3d7b73a49d6849b1916d0cd0",
+    "DejaVuSansMono-BoldOblique.ttf": "a69081c15c76c827e0a27a5a7f5c74b6135c843499955495ffa8c20d3a98288b",
+}
+# Only the fonts above, every family request resolved among them (the generic families by name), and the rendering
+# options fixed rather than read from the system's configuration
+FONTCONFIG = """<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<fontconfig>
+  <dir>{fonts}</dir>
+  <cachedir>{cache}</cachedir>
+  <match target="font">
+    <edit name="antialias" mode="assign"><bool>true</bool></edit>
+    <edit name="hinting" mode="assign"><bool>false</bool></edit>
+    <edit name="hintstyle" mode="assign"><const>hintnone</const></edit>
+    <edit name="rgba" mode="assign"><const>none</const></edit>
+    <edit name="embeddedbitmap" mode="assign"><bool>false</bool></edit>
+  </match>
+  <alias><family>sans-serif</family><prefer><family>DejaVu Sans</family></prefer></alias>
+  <alias><family>serif</family><prefer><family>DejaVu Serif</family></prefer></alias>
+  <alias><family>monospace</family><prefer><family>DejaVu Sans Mono</family></prefer></alias>
+</fontconfig>
+"""
+
+
+def font_config(cache: Path | None = None) -> Path:
+    """The renderer's fontconfig file (``FONTCONFIG``), written once under ``cache`` (default ``cache_dir()``) with a
+    copy of each of ``FONTS``; ``RuntimeError`` naming the package when a font is missing or not the book's."""
+    import matplotlib
+
+    source = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    folder = (cache or cache_dir()) / "openclipart_fonts"
+    fonts = folder / "ttf"
+    fonts.mkdir(parents=True, exist_ok=True)
+    for name, sha in FONTS.items():
+        target = fonts / name
+        if target.exists() and file_sha256(target) == sha:
+            continue
+        if not (source / name).exists() or file_sha256(source / name) != sha:
+            raise RuntimeError(
+                f"the drawings' text is drawn with {name} of {FONT_PACKAGE}, and {source / name} is missing or "
+                f"another file: `pip install {FONT_PACKAGE}`"
+            )
+        shutil.copyfile(source / name, target)
+    path = folder / "fonts.conf"
+    text = FONTCONFIG.format(fonts=fonts, cache=folder / "cache")
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def pin_fonts() -> None:
+    """Point this process's fontconfig (and its children's) at ``font_config``: called before cairo draws any text,
+    which is when fontconfig reads its configuration."""
+    os.environ["FONTCONFIG_FILE"] = str(font_config())
+
+
 def _cairosvg() -> Any:
     """cairosvg (pinned in pyproject), imported where it is used: ``RuntimeError`` naming what to install when it or
     the system's cairo library it draws with is missing (cairocffi raises ``OSError`` then)."""
@@ -212,6 +281,7 @@ def render(svg: Path, size: int) -> bytes | None:
     ``None`` if it does not render."""
     from PIL import Image
 
+    pin_fonts()
     cairosvg = _cairosvg()
 
     def draw(**side: int) -> Any:
@@ -236,6 +306,41 @@ def render(svg: Path, size: int) -> bytes | None:
 def _render_one(job: tuple[str, str, int]) -> tuple[str, bytes | None]:
     path, svg, size = job
     return path, render(Path(svg), size)
+
+
+def pixel_digest(png: bytes) -> str:
+    """A rendered drawing's digest: SHA-256 (hex, the first ``DIGEST_CHARS``) of its RGB pixels and size."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return hashlib.sha256(f"{image.width}x{image.height}".encode() + image.tobytes()).hexdigest()[:DIGEST_CHARS]
+
+
+DIGEST_CHARS = 16
+RENDERS = Path(__file__).with_name("openclipart_renders.json")  # the book's digest of each drawing, per size
+
+
+def book_renders(size: int) -> dict[str, str]:
+    """``{drawing path: pixel_digest}`` as the book rendered them at ``size`` (empty where it did not)."""
+    if not RENDERS.exists():
+        return {}
+    return dict(json.loads(RENDERS.read_text()).get(str(size), {}))
+
+
+def record_renders(result: Built) -> Path:
+    """Write ``result``'s digest of each drawing into ``RENDERS`` as the book's, for its size (maintainers: after a
+    change of renderer, with the chapter re-made on the new renders)."""
+    book = json.loads(RENDERS.read_text()) if RENDERS.exists() else {}
+    book[str(result.manifest["size"])] = dict(sorted(result.manifest["renders"].items()))
+    RENDERS.write_text(json.dumps(book, indent=0, sort_keys=True) + "\n")
+    return RENDERS
+
+
+def render_differences(digests: dict[str, str], size: int) -> list[str]:
+    """The drawings whose pixels differ from the book's at ``size`` (rendered here and not there, or the reverse,
+    included), in path order."""
+    book = book_renders(size)
+    return sorted(p for p in set(book) | set(digests) if book.get(p) != digests.get(p))
 
 
 def classes(chosen: Iterable[Drawing], key: str) -> dict[str, list[Drawing]]:
@@ -314,6 +419,7 @@ def build(
     folder = folder_for(size, root)
     if (folder / "manifest.json").exists():
         return built(size, root)
+    pin_fonts()  # before the renderer and its processes exist: they read fontconfig's file when they first draw text
     _cairosvg()  # before the package is fetched: a machine without cairo learns it first
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(svg_root) if svg_root is not None else unpack(PACKAGE, Path(tmp), deb) / SVG_DIR
@@ -356,7 +462,8 @@ def build(
                 os.link(staging / d.image, target)
         tasks[key] = {name: dict(Counter(d.split for d in group)) for name, group in groups.items()}
     text = _digest(f"{d.path}\t{d.split}\t" + "\t".join(d.caption(v) for v in CAPTIONS) for d in chosen)
-    rendered = _digest(f"{d.path}\t{hashlib.sha256(images[d.path]).hexdigest()}" for d in chosen)
+    pixels = {d.path: pixel_digest(images[d.path]) for d in chosen}
+    rendered = _digest(f"{d.path}\t{pixels[d.path]}" for d in chosen)
     manifest = {
         "package": f"{PACKAGE.name} {PACKAGE.version}",
         "size": size,
@@ -367,6 +474,7 @@ def build(
         "caption": DEFAULT_CAPTION,
         "render_seconds": round(seconds, 1),
         "digests": {"text": text, "images": rendered},
+        "renders": pixels,
     }
     expected = DIGESTS.get(size)
     if expected and expected["text"] != text:
@@ -375,13 +483,15 @@ def build(
             f"the drawings' captions and split differ from the book's (text digest {text}, expected "
             f"{expected['text']}): not {PACKAGE.name} {PACKAGE.version} as the book reads it"
         )
-    if expected and expected["images"] != rendered:
+    differ = render_differences(pixels, size) if book_renders(size) else []
+    if differ:
         if not accept_other_renders:
             shutil.rmtree(staging, ignore_errors=True)
             raise ValueError(
-                f"the rendered images differ from the book's (digest {rendered}, expected {expected['images']}): "
-                "another cairosvg or cairo draws other pixels; `--accept-other-renders` keeps them, and records "
-                "made on them are not the book's"
+                f"the rendered images differ from the book's: {len(differ)} of {len(pixels)} drawings "
+                f"({', '.join(differ[:5])}{', ...' if len(differ) > 5 else ''}): another cairosvg or cairo draws "
+                "other pixels; `--accept-other-renders` keeps them, and the runs made on them are other runs than "
+                "the book's"
             )
         manifest["other_renders"] = True
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -409,6 +519,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--svg-root", default=None, help="an unpacked package's usr/share/openclipart/svg")
     parser.add_argument("--workers", type=int, default=None, help="rendering processes (default: every core)")
     parser.add_argument("--accept-other-renders", action="store_true", help="keep images that differ from the book's")
+    parser.add_argument(
+        "--record-renders", action="store_true", help=f"maintainers: write the drawings' digests into {RENDERS.name}"
+    )
     args = parser.parse_args(argv)
     try:
         for size in args.size:
@@ -420,6 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 accept_other_renders=args.accept_other_renders,
             )
             print(summary(result))
+            if args.record_renders:
+                record_renders(result)
     except (ValueError, RuntimeError) as err:
         parser.error(str(err))
     return 0

@@ -45,6 +45,7 @@ import torch
 from PIL import Image
 
 from vlp_lib.data.paired import PairedData, tokenize_all
+from vlp_lib.files import files_digest
 from vlp_lib.paths import DATA_PREFIX, cache_dir, resolve_data
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
@@ -428,6 +429,13 @@ def _read_meta(images_file: Path, meta_file: Path) -> dict | None:
     return (
         meta if isinstance(meta, dict) and images.shape[0] == meta.get("n") == len(meta.get("captions", ())) else None
     )
+
+
+def content_digest(train_data: str | os.PathLike) -> str:
+    """The digest of the contents of every file ``train_data`` reads (``files.files_digest``: the CSV and each image
+    it names, or the shards): what keys a run on it, so that other pixels or captions under the same path are
+    another run (``RunConfig.data_digest``)."""
+    return files_digest(check_source(train_data).files)
 
 
 def count_pairs(train_data: str | os.PathLike) -> int:
