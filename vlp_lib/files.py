@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 # each file's SHA-256 by (path, size, modification time): a data set is read once per process, then only looked at
 _DIGESTS: dict[tuple[str, int, int], str] = {}
@@ -26,10 +25,10 @@ def files_digest(files: Iterable[str | os.PathLike]) -> str:
     file is read once per process while its size and modification time stand."""
     h = hashlib.sha256()
     for file in files:
-        path = Path(file)
-        stat = path.stat()
-        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        name = os.path.abspath(file)
+        stat = os.stat(name)
+        key = (name, stat.st_size, stat.st_mtime_ns)
         if key not in _DIGESTS:
-            _DIGESTS[key] = file_sha256(path)
+            _DIGESTS[key] = file_sha256(name)
         h.update(_DIGESTS[key].encode())
     return h.hexdigest()

@@ -25,6 +25,7 @@ from vlp_lib.config import check_bool, check_nonnegative_int, check_positive_int
 from vlp_lib.data import folder_tasks, pair_sets, real
 from vlp_lib.data import tasks as task_lib
 from vlp_lib.data.world import check_knobs
+from vlp_lib.files import files_digest
 from vlp_lib.methods import check_method_name, method_class
 from vlp_lib.methods.args import MethodArgs
 from vlp_lib.models import DEFAULT_PRECISION, check_model_name
@@ -178,12 +179,15 @@ class RunConfig:
         return self.train.episode_length(self.train_size)
 
 
-def data_digest(train_data: str, eval_tasks: Sequence[str]) -> str:
+def data_digest(train_data: str, eval_tasks: Sequence[str], source: real.Source | None = None) -> str:
     """The digest of the contents of every real file a run reads: its training pairs (``real.content_digest``) and
     its image-folder and pair-set tasks; "" for a run on the generated world alone. It keys the run beside the
     paths, so that a run on other pixels or captions under the same path is another run, never a stored one. Always
-    computed here: a ``data_digest`` given to ``make_config`` (a record's) is read again from the files."""
-    parts = [] if real.is_world(train_data) else [("train_data", real.content_digest(train_data))]
+    computed here: a ``data_digest`` given to ``make_config`` (a record's) is read again from the files. ``source``:
+    ``train_data``'s checked source where the caller has it."""
+    parts = []
+    if not real.is_world(train_data):
+        parts.append(("train_data", files_digest((source or real.check_source(train_data)).files)))
     for name in eval_tasks:
         if folder_tasks.is_folder_task(name):
             parts.append((name, folder_tasks.content_digest(name)))
@@ -211,10 +215,12 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
     if not isinstance(train_data, str):
         raise ValueError(f"train_data must be 'world' or a path, got {train_data!r}")
     world_mix = check_world_mix(params.get("world_mix") or [], train_size)
+    source = None
     if not real.is_world(train_data):
         if world_mix:
             raise ValueError("world_mix mixes generated worlds: it needs train_data='world'")
-        train_size = real.count_pairs(train_data)
+        source = real.check_source(train_data)
+        train_size = len(source.samples)  # the pairs it offers before decoding (``real.count_pairs``)
         train_data = real.config_path(train_data)
     knobs = dict(params.get("world_knobs") or {})
     eval_tasks = params.get("eval_tasks") or DEFAULT_EVAL_TASKS
@@ -266,7 +272,7 @@ def make_config(scale: str = "laptop", method: str = "clip", seed: int = 0, **ov
         world_knobs=check_knobs(**knobs) if knobs else {},
         world_mix=tuple(world_mix),
         context_length=check_positive_int("context_length", params.get("context_length", 24)),
-        data_digest=data_digest(train_data, eval_tasks),
+        data_digest=data_digest(train_data, eval_tasks, source),
     )
     cls.check_config(config)
     return config
