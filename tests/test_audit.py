@@ -131,3 +131,60 @@ def test_a_reference_without_a_stored_untrained_network_is_not_judged_on_it():
     results = {"a": _records({0: 0.3, 1: 0.31}, None), "b": _records({0: 0.2, 1: 0.21}, None)}
     line = claims.judge(_claim(), results, "ToyCLIP")
     assert line["reference_learned"] == "" and line["verdict"] != report.FLOOR
+
+
+def _line_records(values: dict[int, float]) -> list[dict]:
+    return [{"config": {"seed": s}, "metrics": {"avg3/linear": v}} for s, v in values.items()]
+
+
+@pytest.mark.parametrize(
+    ("short", "long", "word"),
+    [
+        (0.05, 0.08, "holds"),  # +5 pp, then +8 pp: the paper's direction at both lengths
+        (0.0, 0.06, "appears only with more training"),
+        (0.05, 0.0, "fades with more training"),
+        (0.05, -0.06, "flips"),
+        (0.0, 0.0, "undecided at both lengths"),
+    ],
+)
+def test_a_headline_claim_is_judged_again_at_the_longer_length(short, long, word):
+    claim = _claim(paper_effect=0.05)
+    noise = {s: 0.004 * ((s * 7) % 5 - 2) for s in range(5)}
+    reference = {s: 0.30 + 0.01 * s for s in range(5)}
+    rows = {
+        "a": _line_records({s: reference[s] + short + noise[s] for s in range(5)}),
+        "b": _line_records(reference),
+        "a4": _line_records({s: reference[s] + 0.1 + long + noise[(s + 1) % 5] for s in range(5)}),
+        "b4": _line_records({s: reference[s] + 0.1 for s in range(5)}),
+    }
+    (line,) = claims.judge_stored([claim], rows.get, "ToyCLIP", longer={"a": "a4", "b": "b4"}.get, longer_ids=["T1"])
+    assert line["verdict_longer"].endswith(f"; {word}"), line["verdict_longer"]
+    # a claim not named, or a longer length not run, has no longer verdict
+    (line,) = claims.judge_stored([claim], rows.get, "ToyCLIP", longer={"a": "a9", "b": "b9"}.get, longer_ids=["T1"])
+    assert line["verdict_longer"] == ""
+    with pytest.raises(ValueError, match="T2"):
+        claims.judge_stored([claim], rows.get, "ToyCLIP", longer=str, longer_ids=["T2"])
+
+
+def test_the_untrained_networks_of_a_claims_references_are_evaluated_and_read(tmp_path):
+    from vlp_lib.book import plan
+
+    def config(row, scale, seed):
+        return experiment.make_config(
+            scale,
+            method="clip",
+            seed=seed,
+            eval_tasks=["shapes10"],
+            task_train=60,
+            task_test=40,
+            retrieval_images=20,
+            lr=1e-3 if row == "a" else 2e-3,
+        )
+
+    found = plan.untrained_references([_claim()], ["a", "b"], config, "smoke", [0, 1])
+    assert set(found) == {"b"} and all(r["kind"] == runs.UNTRAINED_KIND for r in found["b"])
+    trained = [
+        {"config": config("b", "smoke", s).to_dict(), "metrics": {"shapes10/linear": 0.9}, "scope": runs.CORE}
+        for s in (0, 1)
+    ]
+    assert claims.untrained_records(trained) == found["b"]  # the judge reads them from the store

@@ -202,6 +202,20 @@ class Claim:
         parts += [f"+ {name} ({why})" for name, why in self.declared]
         return " ".join(parts)
 
+    def mapped(self, row: Callable[[Hashable], Hashable]) -> Claim:
+        """The same claim on other rows: every row it reads passed through ``row`` (the same claim at another
+        training length: ``judge_stored``'s ``longer``)."""
+        return replace(
+            self,
+            better=None if self.better is None else row(self.better),
+            reference=None if self.reference is None else row(self.reference),
+            control=None if self.control is None else row(self.control),
+            minus=None if self.minus is None else (row(self.minus[0]), row(self.minus[1])),
+            candidates=tuple(row(r) for r in self.candidates),
+            terms=tuple((sign, row(r), metric) for sign, r, metric in self.terms),
+            grid=tuple((value, row(r)) for value, r in self.grid),
+        )
+
     def rows(self) -> list[Hashable]:
         """Every row the claim reads."""
         rows = [
@@ -321,6 +335,7 @@ def blank_line(claim: Claim, paper: str) -> dict[str, Any]:
         "seeds": 0,
         "differs_in": claim.differs_in(),
         "reference_learned": "",
+        "verdict_longer": "",
     }
 
 
@@ -873,14 +888,66 @@ def pooled_rows(claims: Sequence[Claim]) -> dict[tuple[str, str], list[Hashable]
     return out
 
 
+def trend(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict, longer_line: dict) -> str:
+    """``TREND_RULE``'s word for a claim judged at the book's length (``line``, on ``results``) and at a longer one
+    (``longer_line``, on ``results`` of ``claim``'s rows at that length: the caller maps them)."""
+    short, long = line["verdict"], longer_line["verdict"]
+    if NOT_RUN in (short, long) or FLOOR in (short, long) or claim.kind in ("timing", "correlation", "every_draw"):
+        return ""
+    short_holds, long_holds = short in HOLDS, long in HOLDS
+    against = (OPPOSITE, OPPOSITE_WITHIN)
+    if (short_holds and long in against) or (short in against and long_holds):
+        return "flips"
+    if long_holds and not short_holds:
+        return "appears only with more training"
+    if short_holds and not long_holds:
+        return "fades with more training"
+    if not (short_holds and long_holds):
+        return "undecided at both lengths"
+    return "holds"
+
+
+TREND_RULE = (
+    "Two training lengths: a headline claim is judged again, by the same rules and on the same seeds, with every run "
+    "it compares trained longer (the chapter states the factor, at least 3x). Its trend: 'holds' where the paper's "
+    "direction holds at both lengths, 'appears only with more training' where it holds only at the longer one, "
+    "'fades with more training' where it holds only at the book's, 'flips' where one length finds the paper's "
+    "direction and the other its opposite, 'undecided at both lengths' otherwise. The longer verdict is judged alone "
+    "(not in the false-discovery-rate family of the book's verdicts): a trend to read before extrapolating, not a "
+    "second verdict."
+)
+
+
 def judge_stored(
     claims: Sequence[Claim],
     stored: Callable[[Any], Sequence[dict] | None],
     paper: str,
     checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+    longer: Callable[[Hashable], Hashable] | None = None,
+    longer_ids: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """Every claim judged on the stored records ``stored(row)`` gives (``None``: not run); trains nothing."""
+    """Every claim judged on the stored records ``stored(row)`` gives (``None``: not run); trains nothing. The claims
+    of ``longer_ids`` are judged again on their rows at the longer length (``longer(row)``, read through ``stored``
+    too): ``verdict_longer`` is that verdict and its ``trend`` ("" where a length is not run)."""
     rows = {row for c in claims for row in c.rows()}
     results = {row: records for row in rows if (records := stored(row)) is not None}
     pools = pooled_rows(claims)
-    return [judge(c, results, paper, checks, pools[pool_key(c)]) for c in claims]
+    lines = [judge(c, results, paper, checks, pools[pool_key(c)]) for c in claims]
+    if longer is None or not longer_ids:
+        return lines
+    unknown = sorted(set(longer_ids) - {c.id for c in claims})
+    if unknown:
+        raise ValueError(f"longer_ids: no such claims {unknown}")
+    long_claims = [c.mapped(longer) for c in claims if c.id in longer_ids]
+    long_rows = {row for c in long_claims for row in c.rows()}
+    long_results = {row: records for row in long_rows if (records := stored(row)) is not None}
+    long_pools = pooled_rows(long_claims)
+    by_id = {c.id: (c, line) for c, line in zip(claims, lines)}
+    for long_claim in long_claims:
+        claim, line = by_id[long_claim.id]
+        long_line = judge(long_claim, long_results, paper, checks, long_pools[pool_key(long_claim)])
+        word = trend(claim, results, line, long_line)
+        if long_line["verdict"] != NOT_RUN:
+            value = f" ({long_line['book_value']})" if long_line["book_value"] else ""
+            line["verdict_longer"] = f"{long_line['verdict']}{value}" + (f"; {word}" if word else "")
+    return lines

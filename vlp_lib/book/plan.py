@@ -49,3 +49,17 @@ def row_configs(rows: Sequence[Any], config: ConfigFn, scale: str, seed: int, ro
     claim's other rows, such as a teacher trained once for every seed, have none): what a chapter's
     ``claim_configs`` gives the config audit (``vlp_lib.book.audit``)."""
     return {row: config(row, scale, seed) for row in rows if isinstance(row, row_type)}
+
+
+def untrained_references(
+    claims: Sequence[Any], rows: Sequence[Any], config: ConfigFn, scale: str, seeds: Sequence[int]
+) -> dict[Any, list[dict]]:
+    """The network of each of ``rows`` that is a reference of one of ``claims`` (``Claim.pairs``), evaluated
+    untrained for every seed (``experiment.untrained``: the same config, before any step; stored, so computed once):
+    what ``claims.reference_learning`` reads, and a page's gain over the untrained network."""
+    references = {reference for claim in claims for _, reference in claim.pairs()}
+    return {
+        row: [experiment.untrained(config(row, scale, s), verbose=False) for s in seeds]
+        for row in rows
+        if row in references
+    }

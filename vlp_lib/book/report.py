@@ -497,6 +497,7 @@ SCORECARD_COLUMNS = [
     "seeds",
     "differs_in",
     "reference_learned",
+    "verdict_longer",
 ]
 BOOK_COLUMNS = ["q", "verdict_fdr", "primary"]  # added by ``scorecard``: across the book, and the primary claims
 CLAIMS_VIEW = {  # column -> header of a page's table of its claims (``claims_view``)
