@@ -37,8 +37,10 @@ def metrics_table(
     keys: Sequence[str],
     chance: dict[str, float] | None = None,
     labels: dict[str, str] | None = None,
+    untrained: Sequence[dict] | None = None,
 ) -> pd.DataFrame:
-    """One row per metric: mean, std, n seeds, "mean ± std" in percent, and chance where known."""
+    """One row per metric: mean, std, n seeds, "mean ± std" in percent, chance where known and, with ``untrained``
+    (the same networks before any step, one record per seed), their value and the per-seed gain over them in pp."""
     rows = []
     for key in keys:
         m, s = mean_std(seed_values(records, key))
@@ -49,6 +51,10 @@ def metrics_table(
             "seeds": len(records),
             "this book (%)": fmt(m, s),
         }
+        if untrained is not None and all(key in r["metrics"] for r in untrained):
+            row["untrained (%)"] = fmt(*mean_std(seed_values(untrained, key)))
+            gain = record_differences(records, untrained, key)
+            row["gain over untrained (pp)"] = f"{round(100 * gain.mean(), 1) + 0.0:+.1f}"  # no "-0.0"
         if chance is not None:
             row["chance (%)"] = f"{100 * chance[key]:.1f}" if key in chance else ""
         rows.append(row)
