@@ -32,6 +32,9 @@ def fmt(mean: float, std: float, percent: bool = True) -> str:
     return f"{100 * mean:.1f} ± {100 * std:.1f}" if percent else f"{mean:.3f} ± {std:.3f}"
 
 
+GAIN_COLUMN = "gain over untrained (pp, 95% interval)"
+
+
 def metrics_table(
     records: Sequence[dict],
     keys: Sequence[str],
@@ -40,7 +43,8 @@ def metrics_table(
     untrained: Sequence[dict] | None = None,
 ) -> pd.DataFrame:
     """One row per metric: mean, std, n seeds, "mean ± std" in percent, chance where known and, with ``untrained``
-    (the same networks before any step, one record per seed), their value and the per-seed gain over them in pp."""
+    (the same networks before any step, one record per seed), their value and the mean per-seed gain over them in
+    pp with its 95% t interval (``GAIN_COLUMN``)."""
     rows = []
     for key in keys:
         m, s = mean_std(seed_values(records, key))
@@ -54,7 +58,14 @@ def metrics_table(
         if untrained is not None and all(key in r["metrics"] for r in untrained):
             row["untrained (%)"] = fmt(*mean_std(seed_values(untrained, key)))
             gain = record_differences(records, untrained, key)
-            row["gain over untrained (pp)"] = f"{round(100 * gain.mean(), 1) + 0.0:+.1f}"  # no "-0.0"
+            mean, std = mean_std(gain)
+            h = half_width(std, len(gain))
+
+            def pp(x: float) -> str:
+                return f"{round(100 * x, 1) + 0.0:+.1f}"  # no "-0.0"
+
+            interval = f" [{pp(mean - h)}, {pp(mean + h)}]" if np.isfinite(h) else ""
+            row[GAIN_COLUMN] = pp(mean) + interval
         if chance is not None:
             row["chance (%)"] = f"{100 * chance[key]:.1f}" if key in chance else ""
         rows.append(row)
