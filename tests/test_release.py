@@ -402,7 +402,7 @@ def test_verify_ships_a_remake_only_when_no_number_moved(tmp_path, monkeypatch):
     manifest = release.read_manifest(target)
     assert manifest["chapters"]["iclip"]["fingerprints"]["iclip"] == "f" * 16
     (key,) = manifest["records"]
-    assert release._read_record(target / key)["code_fingerprint"] == "f" * 16
+    assert release.read_record(target / key)["code_fingerprint"] == "f" * 16
 
 
 def test_restamp_stamps_the_records_with_todays_fingerprints(tmp_path, monkeypatch):
@@ -418,7 +418,7 @@ def test_restamp_stamps_the_records_with_todays_fingerprints(tmp_path, monkeypat
     manifest = release.read_manifest(target)
     assert manifest["chapters"]["iclip"]["fingerprints"]["iclip"] == "d" * 16
     (key,) = manifest["records"]
-    record = release._read_record(target / key)
+    record = release.read_record(target / key)
     assert record["code_fingerprint"] == "d" * 16 and record["checksum"] == runs.checksum(record)
     assert record["metrics"]["avg3/linear"] == 0.3 and release.check(target, complete=False) == []
 

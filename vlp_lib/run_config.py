@@ -25,7 +25,6 @@ from vlp_lib.config import check_bool, check_nonnegative_int, check_positive_int
 from vlp_lib.data import folder_tasks, pair_sets, real
 from vlp_lib.data import tasks as task_lib
 from vlp_lib.data.world import check_knobs
-from vlp_lib.files import files_digest
 from vlp_lib.methods import check_method_name, method_class
 from vlp_lib.methods.args import MethodArgs
 from vlp_lib.models import DEFAULT_PRECISION, check_model_name
@@ -187,7 +186,7 @@ def data_digest(train_data: str, eval_tasks: Sequence[str], source: real.Source 
     ``train_data``'s checked source where the caller has it."""
     parts = []
     if not real.is_world(train_data):
-        parts.append(("train_data", files_digest((source or real.check_source(train_data)).files)))
+        parts.append(("train_data", real.content_digest(train_data, source)))
     for name in eval_tasks:
         if folder_tasks.is_folder_task(name):
             parts.append((name, folder_tasks.content_digest(name)))

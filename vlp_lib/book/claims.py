@@ -888,9 +888,9 @@ def pooled_rows(claims: Sequence[Claim]) -> dict[tuple[str, str], list[Hashable]
     return out
 
 
-def trend(claim: Claim, results: Mapping[Any, Sequence[dict]], line: dict, longer_line: dict) -> str:
-    """``TREND_RULE``'s word for a claim judged at the book's length (``line``, on ``results``) and at a longer one
-    (``longer_line``, on ``results`` of ``claim``'s rows at that length: the caller maps them)."""
+def trend(claim: Claim, line: dict, longer_line: dict) -> str:
+    """``TREND_RULE``'s word for a claim from its scorecard line at the book's length (``line``) and at a longer one
+    (``longer_line``: ``judge_stored`` judges it on the claim's rows mapped to that length)."""
     short, long = line["verdict"], longer_line["verdict"]
     if NOT_RUN in (short, long) or FLOOR in (short, long) or claim.kind in ("timing", "correlation", "every_draw"):
         return ""
@@ -946,7 +946,7 @@ def judge_stored(
     for long_claim in long_claims:
         claim, line = by_id[long_claim.id]
         long_line = judge(long_claim, long_results, paper, checks, long_pools[pool_key(long_claim)])
-        word = trend(claim, results, line, long_line)
+        word = trend(claim, line, long_line)
         if long_line["verdict"] != NOT_RUN:
             value = f" ({long_line['book_value']})" if long_line["book_value"] else ""
             line["verdict_longer"] = f"{long_line['verdict']}{value}" + (f"; {word}" if word else "")

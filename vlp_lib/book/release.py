@@ -280,7 +280,7 @@ def _restamp_records(release: Path, manifest: dict[str, Any], renamed: dict[str,
     kept = {(scope, fp) for entry in manifest["chapters"].values() for scope, fp in entry["fingerprints"].items()}
     for key in sorted(manifest["records"]):
         path = release / key
-        record = _read_record(path)
+        record = read_record(path)
         scope, fingerprint = str(record.get("scope")), str(record.get("code_fingerprint"))
         new = renamed.get(scope, {}).get(fingerprint)
         if new is None or (scope, fingerprint) in kept:
@@ -405,7 +405,7 @@ def make(
         manifest["records"][key] = file_sha256(target)
     measurements = _measurement_kinds()
     for key in sorted(set(manifest["records"]) - written):
-        if (release / key).exists() and _orphaned(_read_record(release / key), manifest["chapters"], measurements):
+        if (release / key).exists() and _orphaned(read_record(release / key), manifest["chapters"], measurements):
             (release / key).unlink(missing_ok=True)
             del manifest["records"][key]
     manifest["scale"] = scale
@@ -487,7 +487,7 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
     return manifest
 
 
-def _read_record(path: Path) -> dict[str, Any]:
+def read_record(path: Path) -> dict[str, Any]:
     return json.loads(gzip.decompress(path.read_bytes()))
 
 
@@ -604,7 +604,7 @@ def check(release: Path = RELEASE_DIR, complete: bool = True) -> list[str]:
         if file_sha256(path) != digest:
             problems.append(f"record {rel} altered (SHA-256)")
             continue
-        record = _read_record(path)
+        record = read_record(path)
         if "checksum" in record and record["checksum"] != runs.checksum(record):
             problems.append(f"record {rel} is not whole (its checksum)")
         elif _orphaned(record, manifest["chapters"], measurements):

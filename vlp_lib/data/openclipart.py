@@ -336,10 +336,9 @@ def record_renders(result: Built) -> Path:
     return RENDERS
 
 
-def render_differences(digests: dict[str, str], size: int) -> list[str]:
-    """The drawings whose pixels differ from the book's at ``size`` (rendered here and not there, or the reverse,
-    included), in path order."""
-    book = book_renders(size)
+def render_differences(digests: dict[str, str], book: dict[str, str]) -> list[str]:
+    """The drawings whose pixels differ from the book's (``book_renders``; rendered here and not there, or the
+    reverse, included), in path order."""
     return sorted(p for p in set(book) | set(digests) if book.get(p) != digests.get(p))
 
 
@@ -483,7 +482,8 @@ def build(
             f"the drawings' captions and split differ from the book's (text digest {text}, expected "
             f"{expected['text']}): not {PACKAGE.name} {PACKAGE.version} as the book reads it"
         )
-    differ = render_differences(pixels, size) if book_renders(size) else []
+    book = book_renders(size)
+    differ = render_differences(pixels, book) if book else []
     if differ:
         if not accept_other_renders:
             shutil.rmtree(staging, ignore_errors=True)

@@ -431,11 +431,11 @@ def _read_meta(images_file: Path, meta_file: Path) -> dict | None:
     )
 
 
-def content_digest(train_data: str | os.PathLike) -> str:
+def content_digest(train_data: str | os.PathLike, source: Source | None = None) -> str:
     """The digest of the contents of every file ``train_data`` reads (``files.files_digest``: the CSV and each image
     it names, or the shards): what keys a run on it, so that other pixels or captions under the same path are
-    another run (``RunConfig.data_digest``)."""
-    return files_digest(check_source(train_data).files)
+    another run (``RunConfig.data_digest``). ``source``: ``train_data``'s checked source where the caller has it."""
+    return files_digest((source or check_source(train_data)).files)
 
 
 def count_pairs(train_data: str | os.PathLike) -> int:

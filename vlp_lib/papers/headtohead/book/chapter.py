@@ -29,8 +29,6 @@ runs when asked for.
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -58,7 +56,7 @@ from vlp_lib.book.lineup import (
 )
 from vlp_lib.book.lineup import IMAGE_ONLY_SIZE as IMAGE_ONLY_SIZE  # re-exported: the page and the tests read them
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.book.release import RECORDS, RELEASE_DIR
+from vlp_lib.book.release import RECORDS, RELEASE_DIR, read_record
 from vlp_lib.book.report import fmt, mean_std, seed_values
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import folder_tasks
@@ -300,6 +298,11 @@ class Calibration:
     seconds_per_sample: Mapping[str, float]
     clip_seconds: float
 
+    @staticmethod
+    def of_record(record: Mapping[str, Any]) -> Calibration:
+        """The calibration a stored ``CALIBRATION_KIND`` record holds (``save_calibration``'s)."""
+        return Calibration(dict(record["seconds_per_sample"]), float(record["metrics"]["clip_seconds"]))
+
     def episodes(self, variant: str, factor: float, episode_size: int) -> int:
         """Whole episodes of ``variant`` that fit ``factor`` times CLIP's seconds (at least 1; ICMLM 2)."""
         samples = factor * self.clip_seconds / self.seconds_per_sample[variant]
@@ -434,9 +437,7 @@ def saved_calibration(scale: str, seeds: Sequence[int], data: Data = WORLD) -> C
     code stored it: it measures the machine, and it fixes which runs the equal-seconds rows are, so a change of code
     re-makes those runs (and shows their seconds beside the target) rather than choosing others."""
     record = runs.load(CALIBRATION_KIND, _calibration_key(scale, seeds, data), accept_stale=True, paper=SCOPE)
-    if record is None:
-        return None
-    return Calibration(dict(record["seconds_per_sample"]), float(record["metrics"]["clip_seconds"]))
+    return None if record is None else Calibration.of_record(record)
 
 
 def save_calibration(scale: str, seeds: Sequence[int], calibration: Calibration, data: Data = WORLD) -> None:
@@ -872,10 +873,7 @@ def released_calibration(scale: str, seeds: Sequence[int]) -> Calibration | None
     chose the book's equal-seconds runs, for a store that has not restored it."""
     name = f"{runs.config_hash(_calibration_key(scale, seeds, WORLD))}.json.gz"
     path = RELEASE_DIR / RECORDS / CALIBRATION_KIND / name
-    if not path.exists():
-        return None
-    record = json.loads(gzip.decompress(path.read_bytes()))
-    return Calibration(dict(record["seconds_per_sample"]), float(record["metrics"]["clip_seconds"]))
+    return Calibration.of_record(read_record(path)) if path.exists() else None
 
 
 def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
