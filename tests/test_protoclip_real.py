@@ -123,7 +123,14 @@ def _record(config, metrics, timings=None):
 def test_chapter_claims_read_the_headline_task_or_say_why_not():
     proto_half, clip_e, proto_e, _ = chapter.TABLE4
     t11 = {r.label: r for r in chapter.TABLE11}
-    rows = [proto_half, clip_e, proto_e, t11["No augmentation"], t11["ProtoCLIP augmentation"]]
+    rows = [
+        proto_half,
+        clip_e,
+        *chapter.TABLE4_CONTROLS,
+        proto_e,
+        t11["No augmentation"],
+        t11["ProtoCLIP augmentation"],
+    ]
     results = {}
     for row in rows:
         results[row] = []

@@ -202,7 +202,7 @@ class Claim:
         parts += [f"+ {name} ({why})" for name, why in self.declared]
         return " ".join(parts)
 
-    def mapped(self, row: Callable[[Hashable], Hashable]) -> Claim:
+    def mapped(self, row: Callable[[Any], Hashable]) -> Claim:
         """The same claim on other rows: every row it reads passed through ``row`` (the same claim at another
         training length: ``judge_stored``'s ``longer``)."""
         return replace(
@@ -857,19 +857,24 @@ def claims_table(
     notebook: str | None = None,
     notebooks: Sequence[str] | None = None,
     checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+    longer: Callable[[Any], Hashable] | None = None,
+    longer_ids: Sequence[str] = (),
+    factor: float | None = None,
 ) -> pd.DataFrame:
     """The claims shown by ``notebook`` (all with ``None``) judged on ``{row: records}``, indexed by claim id;
-    ``notebooks``: the valid notebook names (default: those of ``claims``)."""
+    ``notebooks``: the valid notebook names (default: those of ``claims``). With ``longer``, the claims of
+    ``longer_ids`` get their ``verdict_longer`` from the rows ``longer`` maps theirs to, where ``results`` has them
+    (``with_longer``): the scorecard's line."""
     valid = list(notebooks) if notebooks is not None else sorted({c.notebook for c in claims})
     if notebook is not None and notebook not in valid:
         shown = tuple(valid) if notebooks is not None else valid
         raise ValueError(f"notebook must be one of {shown}, got {notebook!r}")
     pools = pooled_rows(claims)
-    lines = [
-        judge(c, results, paper, checks, pools[pool_key(c)])
-        for c in claims
-        if notebook is None or c.notebook == notebook
-    ]
+    picked = [c for c in claims if notebook is None or c.notebook == notebook]
+    lines = [judge(c, results, paper, checks, pools[pool_key(c)]) for c in picked]
+    ids = [i for i in longer_ids if i in {c.id for c in picked}]
+    if longer is not None and ids:
+        lines = with_longer(picked, lines, results, paper, longer, ids, checks, factor)
     return pd.DataFrame(lines, columns=SCORECARD_COLUMNS).set_index("id")
 
 
@@ -923,31 +928,51 @@ def judge_stored(
     stored: Callable[[Any], Sequence[dict] | None],
     paper: str,
     checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
-    longer: Callable[[Hashable], Hashable] | None = None,
+    longer: Callable[[Any], Hashable] | None = None,
     longer_ids: Sequence[str] = (),
+    factor: float | None = None,
 ) -> list[dict[str, Any]]:
     """Every claim judged on the stored records ``stored(row)`` gives (``None``: not run); trains nothing. The claims
     of ``longer_ids`` are judged again on their rows at the longer length (``longer(row)``, read through ``stored``
-    too): ``verdict_longer`` is that verdict and its ``trend`` ("" where a length is not run)."""
+    too, ``factor`` times the training): ``verdict_longer`` is that verdict and its ``trend`` ("" where a length is
+    not run; ``with_longer``)."""
     rows = {row for c in claims for row in c.rows()}
     results = {row: records for row in rows if (records := stored(row)) is not None}
     pools = pooled_rows(claims)
     lines = [judge(c, results, paper, checks, pools[pool_key(c)]) for c in claims]
     if longer is None or not longer_ids:
         return lines
+    long_rows = {longer(row) for c in claims if c.id in longer_ids for row in c.rows()}
+    long_results = {row: records for row in long_rows if (records := stored(row)) is not None}
+    return with_longer(claims, lines, long_results, paper, longer, longer_ids, checks, factor)
+
+
+def with_longer(
+    claims: Sequence[Claim],
+    lines: Sequence[dict[str, Any]],
+    results: Mapping[Any, Sequence[dict]],
+    paper: str,
+    longer: Callable[[Any], Hashable],
+    longer_ids: Sequence[str],
+    checks: Mapping[str, tuple[Sequence[tuple[bool, bool]], int, str]] | None = None,
+    factor: float | None = None,
+) -> list[dict[str, Any]]:
+    """``lines`` (the scorecard lines of ``claims``, in order) with ``verdict_longer`` filled for the claims of
+    ``longer_ids``: each judged again, by the same rules, on its rows at the longer length (``longer(row)``, ``factor``
+    times the training) in ``results`` ("at 4x: verdict (value); trend", ``TREND_RULE``); left "" where those rows are
+    not in ``results``."""
     unknown = sorted(set(longer_ids) - {c.id for c in claims})
     if unknown:
         raise ValueError(f"longer_ids: no such claims {unknown}")
     long_claims = [c.mapped(longer) for c in claims if c.id in longer_ids]
-    long_rows = {row for c in long_claims for row in c.rows()}
-    long_results = {row: records for row in long_rows if (records := stored(row)) is not None}
     long_pools = pooled_rows(long_claims)
     by_id = {c.id: (c, line) for c, line in zip(claims, lines)}
     for long_claim in long_claims:
         claim, line = by_id[long_claim.id]
-        long_line = judge(long_claim, long_results, paper, checks, long_pools[pool_key(long_claim)])
+        long_line = judge(long_claim, results, paper, checks, long_pools[pool_key(long_claim)])
         word = trend(claim, line, long_line)
         if long_line["verdict"] != NOT_RUN:
             value = f" ({long_line['book_value']})" if long_line["book_value"] else ""
-            line["verdict_longer"] = f"{long_line['verdict']}{value}" + (f"; {word}" if word else "")
-    return lines
+            length = f"at {factor:g}x: " if factor is not None else ""
+            line["verdict_longer"] = f"{length}{long_line['verdict']}{value}" + (f"; {word}" if word else "")
+    return list(lines)

@@ -102,17 +102,25 @@ def counts_text(card: pd.DataFrame) -> str:
 
 
 def primary_table(card: pd.DataFrame) -> str:
-    """A Markdown table of each paper's primary claim: the claim, its verdict at 5% FDR, ours and the paper's."""
+    """A Markdown table of each paper's primary claim: the claim, its verdict at 5% FDR, ours and the paper's, and its
+    verdict with longer training and the trend (``claims.TREND_RULE``; "not run" where the chapter has no longer runs
+    yet)."""
     rows = [
-        "| paper | primary claim | verdict at 5% FDR | this book (mean Δ per seed) | paper |",
-        "| --- | --- | --- | --- | --- |",
+        "| paper | primary claim | verdict at 5% FDR | this book (mean Δ per seed) | paper | longer training: verdict; trend |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for _, line in card[card["primary"]].iterrows():
         rows.append(
             f"| {line['paper']} | {line['claim']} ({line['source']}) | **{line['verdict_fdr']}** | {_value(line)} | "
-            f"{line['paper_value']} |"
+            f"{line['paper_value']} | {_longer(line)} |"
         )
     return "\n".join(rows)
+
+
+def _longer(line: pd.Series) -> str:
+    """A claim's verdict with longer training and its trend, "not run" where it has none."""
+    value = line.get("verdict_longer", "")
+    return str(value) if isinstance(value, str) and value else "not run"
 
 
 def _full_text(part: pd.DataFrame, claim_id: str) -> str:
@@ -154,6 +162,8 @@ def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> s
             f" Primary claim, the paper's headline ({line['source']}): {line['claim']}: **{line['verdict_fdr']}**, "
             f"{_value(line)}; the paper: {line['paper_value']}."
         )
+        if _longer(line) != "not run":
+            text += f" Trained longer, the same claim: {_longer(line)}."
     else:
         text += " No paper states this chapter's claims, so none is primary."
     others = _decided_list(part) if decided_list else ""
