@@ -50,8 +50,8 @@ def _count_words(verdicts: Iterable[str], words: Sequence[str]) -> str:
 
 def summary(card: pd.DataFrame) -> pd.DataFrame:
     """Per paper (book order): its claims, the tested ones, those decided at 5% FDR, one column per verdict word
-    at 5% FDR (``report.DECIDED`` and inconclusive), the cost claims by word and the claims not run; every row's word
-    columns add to its claims."""
+    at 5% FDR (``report.DECIDED`` and inconclusive), the cost claims by word, the claims at the floor (their reference
+    has not learned: ``report.FLOOR``) and the claims not run; every row's word columns add to its claims."""
     papers = list(dict.fromkeys(card["paper"]))
     tested = report.tested_claims(card)
     out = pd.DataFrame(index=pd.Index(papers, name="paper"))
@@ -62,6 +62,7 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
         out[word] = tested[tested["verdict_fdr"] == word].groupby("paper").size()
     for word in report.COST_VERDICTS:
         out[f"cost: {word}"] = card[card["verdict_fdr"] == word].groupby("paper").size()
+    out["at the floor"] = card[card["verdict_fdr"] == report.FLOOR].groupby("paper").size()  # reference not learned
     out["not run"] = card[card["verdict_fdr"] == report.NOT_RUN].groupby("paper").size()
     out = out.fillna(0).astype(int)
     return out.loc[:, (out != 0).any() | out.columns.isin(["claims", "tested", "decided at 5% FDR"])]
