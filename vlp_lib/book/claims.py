@@ -947,6 +947,14 @@ def judge_stored(
     return with_longer(claims, lines, long_results, paper, longer, longer_ids, checks, factor)
 
 
+def with_longer_claims(
+    claims: Sequence[Claim], longer: Callable[[Any], Hashable], longer_ids: Sequence[str]
+) -> list[Claim]:
+    """``claims`` and, after them, the claims of ``longer_ids`` on their rows at the longer length (``longer(row)``):
+    every comparison a chapter judges, at either length (whose references get an untrained network)."""
+    return [*claims, *(c.mapped(longer) for c in claims if c.id in longer_ids)]
+
+
 def with_longer(
     claims: Sequence[Claim],
     lines: Sequence[dict[str, Any]],

@@ -38,6 +38,7 @@ from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead,
     epoch_overhead,
     judge_stored,
     relative_epochs,
+    with_longer_claims,
 )
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
@@ -344,7 +345,7 @@ def untrained_rows(
     what the learning check (``claims.reference_learning``) and the pages' gain over the untrained network read."""
     rows_config = functools.partial(config, train_data=train_data, eval_tasks=eval_tasks)
     on_rows = [c for c in CLAIMS if c.notebook != "ablation"]
-    every = [*on_rows, *(c.mapped(longer) for c in on_rows if c.id in LONGER_IDS)]
+    every = with_longer_claims(on_rows, longer, LONGER_IDS)
     return plan.untrained_references(every, rows, rows_config, scale, seeds)
 
 
