@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-from vlp_lib.book import findings, release, report
+from vlp_lib.book import claims, findings, release, report
 
 PAGES = sorted((release.RELEASE_DIR / release.PAGES).glob("*.ipynb"))
 VERDICT = "verdict at 5% FDR"
@@ -99,3 +99,14 @@ def test_every_chapter_names_its_primary_claim_first(card):
     for paper, part in card.groupby("paper", sort=False):
         if part["primary"].any():
             assert bool(part["primary"].iloc[0]), f"{paper}: its primary claim is not its first line"
+
+
+# the papers whose chapters have not been re-made with their untrained networks yet: their claims' verdicts lack the
+# learning check (the scorecard counts them). Each chapter leaves this set with its re-make; none may join it.
+NOT_YET_CHECKED = {"PyramidCLIP", "DIME-FM", "ICMLM", "iCLIP", "Head to head", "Real drawings"}
+
+
+def test_every_tested_claim_of_a_remade_chapter_had_its_reference_checked(card):
+    unchecked = card[(card["reference_learned"] == claims.NOT_CHECKED) & ~card["paper"].isin(NOT_YET_CHECKED)]
+    assert list(unchecked.index) == []
+    assert NOT_YET_CHECKED <= set(card["paper"])  # a name here that no paper has would exempt nothing

@@ -722,11 +722,17 @@ def untrained_records(records: Sequence[dict]) -> list[dict] | None:
     return out
 
 
+# the scorecard's reference_learned of a claim whose reference's untrained network is not stored: judged as before,
+# and counted on the scorecard's first screen, so a reader sees how many verdicts lack the learning check
+NOT_CHECKED = "not checked: no untrained network stored"
+
+
 def reference_learning(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> tuple[str, bool | None]:
     """Whether the references of ``claim``'s comparisons (``Claim.pairs``) have learned (``LEARNED_RULE``): the text
     of the scorecard's ``reference_learned`` ("yes, +12.3 pp (p = 0.004)", "no, ..."; for several references the one
     that learned least) and ``True`` / ``False``; ``("", None)`` where it is not measured: a cost claim, a reference
-    that is itself an untrained network, one whose untrained network is not stored, or a metric it lacks."""
+    that is itself an untrained network, or a metric the untrained network lacks; ``(NOT_CHECKED, None)`` where a
+    reference's untrained network is not stored (its chapter has not run it: the scorecard counts these)."""
     if claim.kind in ("timing", "not_run", "every_draw"):
         return "", None
     weakest: tuple[float, float, bool] | None = None  # (p, mean gain, learned)
@@ -735,7 +741,9 @@ def reference_learning(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> t
         if not records or all(r.get("kind") == runs.UNTRAINED_KIND for r in records):
             return "", None
         untrained = untrained_records(records)
-        if untrained is None or any(claim.metric not in r.get("metrics", {}) for r in [*records, *untrained]):
+        if untrained is None:
+            return NOT_CHECKED, None
+        if any(claim.metric not in r.get("metrics", {}) for r in [*records, *untrained]):
             return "", None
         d = record_differences(records, untrained, claim.metric)
         if len(d) < 2:

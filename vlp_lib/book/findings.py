@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vlp_lib.book import release, report
+from vlp_lib.book import claims, release, report
 from vlp_lib.papers import chapters
 from vlp_lib.paths import REPO_ROOT
 
@@ -93,11 +93,18 @@ def counts_text(card: pd.DataFrame) -> str:
     )
     if len(costs):
         text += f" Cost claims, judged as costs: {_count_words(costs['verdict_fdr'], report.COST_VERDICTS)}."
-    checked = card["reference_learned"].astype(str).str.len().gt(0) if "reference_learned" in card else None
-    if checked is not None and checked.any():
+    learned = card["reference_learned"].astype(str) if "reference_learned" in card else pd.Series([], dtype=str)
+    checked = learned.str.startswith(("yes", "no"))
+    if checked.any():
         floor = int((card["verdict"] == report.FLOOR).sum())
         text += f" The references of {int(checked.sum())} claims were compared with their networks untrained: " + (
             f"{floor} had not learned, and those claims are at the floor, untested." if floor else "each had learned."
+        )
+    unchecked = int((learned == claims.NOT_CHECKED).sum())
+    if unchecked:
+        text += (
+            f" The references of {unchecked} claims are not checked yet (their untrained networks are not "
+            "stored): their verdicts lack the learning check."
         )
     return text
 

@@ -433,6 +433,27 @@ def execute(plan: Plan, progress: bool = True) -> list[tuple[Run, dict]]:
     return [(r, experiment.run(r.config, progress=progress)) for r in plan.runs]
 
 
+def untrained(plan: Plan, verbose: bool = False) -> dict[tuple[str, Any], list[dict]]:
+    """The untrained network of every run whose bar is a reference of one of Fig. 6's claims (``paper_claims``: a
+    "best_of" claim's every other bar of its sweep), for each seed: ``experiment.untrained``, the run's config
+    evaluated before any step (stored, so computed once). ``claims.reference_learning`` finds them in the store by
+    the run's config, so a claim whose reference has not beaten its untrained network is judged at the floor:
+    ``{(sweep, value): [record per seed]}``."""
+    bars = list(dict.fromkeys((r.sweep, r.value) for r in plan.runs))
+    references = set()
+    for claim in paper_claims(plan, plan.metric):
+        if claim.kind == "best_of":
+            sweep = cast(tuple[str, Any], claim.better)[0]
+            claim = replace(claim, candidates=tuple(b for b in bars if b[0] == sweep and b != claim.better))
+        references |= {reference for _, reference in claim.pairs()}
+    out: dict[tuple[str, Any], dict[int, dict]] = {}
+    for run in plan.runs:
+        bar = (run.sweep, run.value)
+        if bar in references:  # the base run joins every sweep whose value it shares: one record per seed
+            out.setdefault(bar, {})[int(run.config.seed)] = experiment.untrained(run.config, verbose=verbose)
+    return {bar: list(by_seed.values()) for bar, by_seed in out.items()}
+
+
 def sweep_table(results: list[tuple[Run, dict]], metric: str = "avg3/linear") -> pd.DataFrame:
     """Mean ± std over seeds of ``metric`` per (sweep, value); the base run joins every sweep whose
     value it shares, so bars of one sweep always share the same other settings."""
