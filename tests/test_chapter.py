@@ -126,8 +126,13 @@ def test_claims_are_stated_once_and_their_rows_exist():
     assert fig6["fig6b_soft_target"].paper_effect == pytest.approx(0.0158)
     # the components notebook's claims that used to miss the scorecard
     by_id = {c.id: c for c in chapter.CLAIMS}
-    assert by_id["table3_augmentation"].paper_effect == pytest.approx(0.0037)
+    # Table III's claims read avg3, the CIFAR & STL stand-in: the paper's effect is its CIFAR & STL linear average's
+    assert by_id["table3_augmentation"].paper_effect == pytest.approx(0.6945 - 0.6875)
+    assert by_id["table3_teacher"].paper_value == "+1.51 pp (CIFAR & STL linear avg, 70.96 vs 69.45)"
     assert by_id["table10_proto_adds"].paper_effect == pytest.approx(0.4476 - 0.4098)
+    # the primary claim states its locked-image phase; the match and the overhead name their unit and reference
+    assert "locked" in by_id["table4_linear"].text and chapter.REL_UNIT in by_id["table4_half_epochs"].text
+    assert "ProtoCLIP's augmentation" in by_id["fig9_overhead"].text and "plain CLIP" in by_id["fig9_overhead"].text
 
 
 def test_every_notebook_shows_its_claims_from_the_one_list():
@@ -182,7 +187,7 @@ def test_scorecard_judges_stored_runs():
     assert pbt["df"] == (f"{df} pooled" if pooled.usable else "2")
     assert pbt["mde"] == f"{100 * sstats.minimum_detectable_effect(std, 3, df):.2f} pp"
     assert pbt["p"] < 0.05 and pbt["q"] >= pbt["p"]
-    # differences +1, 0, -1 pp: the interval holds 0 and the paper's +0.54 pp
+    # differences +1, 0, -1 pp: the interval holds 0 and the paper's +0.27 pp (CIFAR & STL linear)
     assert card.loc["table3_soft_target", "verdict"] == "inconclusive"
     assert card.loc["table3_teacher", "verdict"] == "not run" and card.loc["table3_teacher", "interval"] == ""
 
@@ -256,7 +261,9 @@ def test_the_primary_claim_is_judged_again_on_its_runs_trained_longer():
     line = chapter.claims_table(results, notebook="benchmark").loc["table4_linear"]
     # -1 pp at the book's length, +2 pp (far below the paper's +5.81) at 4x: the direction flips
     assert line["verdict"] == "opposite"
-    assert line["verdict_longer"].startswith(f"at {chapter.LONGER}x: reproduced, smaller than claimed (+2.00 pp)")
+    assert line["verdict_longer"].startswith(
+        f"at {chapter.LONGER}x: reproduced, smaller than claimed (+2.00 pp, 95% interval ["
+    )
     assert line["verdict_longer"].endswith("; flips")
 
 
@@ -299,8 +306,27 @@ def test_row_table_reports_paired_differences():
         delta_metric="avg3/linear",
     )
     assert isinstance(table, pd.DataFrame)
-    assert table.loc["- w/o PBT", "Δ (pp, per seed)"] == "-2.00 ± 0.00"
-    assert table.loc["- w/o PBT", "vs reference"] == "lower"
+    assert table.loc["- w/o PBT", chapter.DELTA_COLUMN] == "-2.00 ± 0.00"
+    # no verdict word: a page's words are its claims', judged once across the book
+    assert list(table.columns) == ["linear", chapter.DELTA_COLUMN]
+
+
+def test_page_helpers_state_the_claims_lines():
+    """A claims table as two tables of at most six columns, a claim's value with its interval, raw gains (ARI)."""
+    line = {"book_value": "+0.21 pp", "interval": "[-1.22, +1.64] pp"}
+    assert chapter.stated(line) == "+0.21 pp, 95% interval [-1.22, +1.64] pp"
+    assert chapter.stated({"book_value": "5.2% (2.24x the paper's)", "interval": ""}) == "5.2% (2.24x the paper's)"
+    view = pd.DataFrame(columns=list(report.CLAIMS_VIEW.values()), index=pd.Index(["a"], name="id"))
+    verdicts, power = chapter.split_view(view)
+    assert list(verdicts.columns)[-1] == "verdict at 5% FDR"
+    assert len(verdicts.columns) <= 6 and len(power.columns) <= 6
+    assert list(verdicts.columns) + list(power.columns) == list(view.columns)
+    row = chapter.TABLE4_CONTROLS[0]
+    results = {row: [{"config": {"seed": s}, "metrics": {"t/ari": 0.01 * s}} for s in (0, 1, 2)]}
+    untrained = {row: [{"config": {"seed": s}, "metrics": {"t/ari": 0.0}} for s in (0, 1, 2)]}
+    table = chapter.raw_gains_table(results, untrained, {"t/ari": "ARI"}, label=lambda r: r.label)
+    assert table.loc[row.label, "ARI"] == "0.010 ± 0.010"
+    assert table.loc[row.label, "ARI gain (95% interval)"].startswith("+0.010 [")
 
 
 def test_a_match_needs_its_interval_above_the_margin():
@@ -334,3 +360,32 @@ def test_a_pilot_plans_seeds_and_never_enters_a_verdict():
     assert card.loc["table3_pbt", "pilot_plan"].startswith(expected)
     with pytest.raises(ValueError, match="pilot chapters"):
         pilot.run("laptop", ["nowhere"])
+
+
+def test_a_chapters_findings_count_its_claims_at_the_floor():
+    """The opening page's headline says how many claims are at the floor (their reference has not learned), and the
+    primary claim's longer verdict keeps its interval (``claims.with_longer``)."""
+    from vlp_lib.book import findings
+
+    def line(claim_id, verdict, primary=False, longer=""):
+        return {
+            "id": claim_id,
+            "paper": "P",
+            "claim": f"claim {claim_id}",
+            "source": "Table 1",
+            "metric": "avg3/linear",
+            "verdict": verdict,
+            "verdict_fdr": verdict,
+            "book_value": "+0.21 pp",
+            "interval": "[-1.22, +1.64] pp",
+            "paper_value": "+5.81 pp",
+            "primary": primary,
+            "verdict_longer": longer,
+        }
+
+    longer = "at 4x: inconclusive (+0.22 pp, 95% interval [-1.00, +1.44] pp)"
+    card = pd.DataFrame([line("a", report.FLOOR, True, longer), line("b", report.FLOOR), line("c", "inconclusive")])
+    text = findings.chapter_text(card, "P")
+    assert "2 of the 3 claims are at the floor (their reference has not learned), untested." in text
+    assert f"Trained longer, the same claim: {longer}." in text
+    assert "at the floor" not in findings.chapter_text(card[card["id"] == "c"], "P")

@@ -975,8 +975,8 @@ def with_longer(
 ) -> list[dict[str, Any]]:
     """``lines`` (the scorecard lines of ``claims``, in order) with ``verdict_longer`` filled for the claims of
     ``longer_ids``: each judged again, by the same rules, on its rows at the longer length (``longer(row)``, ``factor``
-    times the training) in ``results`` ("at 4x: verdict (value); trend", ``TREND_RULE``); left "" where those rows are
-    not in ``results``."""
+    times the training) in ``results`` ("at 4x: verdict (value, 95% interval [low, high]); trend", ``TREND_RULE``; the
+    interval where the line has one); left "" where those rows are not in ``results``."""
     unknown = sorted(set(longer_ids) - {c.id for c in claims})
     if unknown:
         raise ValueError(f"longer_ids: no such claims {unknown}")
@@ -988,7 +988,9 @@ def with_longer(
         long_line = judge(long_claim, results, paper, checks, long_pools[pool_key(long_claim)])
         word = trend(claim, line, long_line)
         if long_line["verdict"] != NOT_RUN:
-            value = f" ({long_line['book_value']})" if long_line["book_value"] else ""
+            # the value with its interval where the line has one: a longer verdict is read with its uncertainty
+            interval = f", 95% interval {long_line['interval']}" if long_line.get("interval") else ""
+            value = f" ({long_line['book_value']}{interval})" if long_line["book_value"] else ""
             length = f"at {factor:g}x: " if factor is not None else ""
             line["verdict_longer"] = f"{length}{long_line['verdict']}{value}" + (f"; {word}" if word else "")
     return list(lines)

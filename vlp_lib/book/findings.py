@@ -68,11 +68,14 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
     return out.loc[:, (out != 0).any() | out.columns.isin(["claims", "tested", "decided at 5% FDR"])]
 
 
+def _minus(text: str) -> str:
+    return re.sub(r"(?<![\w.])-(?=\d)", "−", text)  # a minus sign, not a hyphen
+
+
 def _value(line: Mapping) -> str:
     """ "−3.02 pp [−5.10, −0.94] pp" (the interval where there is one)."""
     value, interval = str(line["book_value"]), str(line["interval"])
-    text = value if not interval or interval == "nan" else f"{value}, 95% interval {interval}"
-    return re.sub(r"(?<![\w.])-(?=\d)", "−", text)  # a minus sign, not a hyphen
+    return _minus(value if not interval or interval == "nan" else f"{value}, 95% interval {interval}")
 
 
 def counts_text(card: pd.DataFrame) -> str:
@@ -128,7 +131,7 @@ def primary_table(card: pd.DataFrame) -> str:
 def _longer(line: pd.Series) -> str:
     """A claim's verdict with longer training and its trend, "not run" where it has none."""
     value = line.get("verdict_longer", "")
-    return str(value) if isinstance(value, str) and value else "not run"
+    return _minus(value) if isinstance(value, str) and value else "not run"  # its interval's signs as _value's
 
 
 def _full_text(part: pd.DataFrame, claim_id: str) -> str:
@@ -150,8 +153,9 @@ def _decided_list(part: pd.DataFrame) -> str:
 
 
 def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> str:
-    """A chapter's findings in one paragraph: its counts at 5% FDR, its primary claim with its verdict and numbers,
-    and (``decided_list``) every other decided claim with its word and numbers."""
+    """A chapter's findings in one paragraph: its counts at 5% FDR, the claims at the floor (``report.FLOOR``) where
+    there are any, its primary claim with its verdict and numbers, and (``decided_list``) every other decided claim
+    with its word and numbers."""
     part = card[card["paper"] == paper]
     tested = report.tested_claims(part)
     decided = tested[tested["verdict_fdr"].isin(report.DECIDED)]
@@ -163,6 +167,9 @@ def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> s
     if len(costs):
         text += f" and {len(costs)} cost claims ({_count_words(costs['verdict_fdr'], report.COST_VERDICTS)})"
     text += "."
+    floor = int((part["verdict_fdr"] == report.FLOOR).sum())
+    if floor:  # a claim whose reference has not learned is neither tested nor a cost: the count says where it went
+        text += f" {floor} of the {len(part)} claims are at the floor (their reference has not learned), untested."
     primary = part[part["primary"]]
     if len(primary):
         line = primary.iloc[0]
@@ -181,13 +188,13 @@ def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> s
 
 
 def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int]) -> str:
-    """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the seeds, and where the set-up and
-    the rules are."""
+    """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the seeds, and where the runs'
+    configuration and the rules are stated."""
     return (
         "```{admonition} What this chapter finds\n"
         f"{chapter_text(card, paper)} Seeds {', '.join(map(str, seeds))}, paired by seed; every word is the verdict "
         "at a 5% false discovery rate across the book but a cost's, which is judged as a cost, outside that family "
-        "({doc}`executed/scorecard`, where the rules are stated). How the runs are set up: {doc}`experiments`.\n"
+        "({doc}`executed/scorecard`, where the rules are stated). How the runs are configured: {doc}`experiments`.\n"
         "```"
     )
 

@@ -702,8 +702,9 @@ def page_table(results: list[tuple[Run, dict]], plan: Plan, paper_name: str = "P
     """The page's table of the claims ``claims_table`` judges, indexed by claim id, with the scorecard's numbers
     (``scorecard_lines``: the mean per-seed difference of the bars each line compares, its interval on its degrees
     of freedom) and its verdict at 5% FDR across the book (``report.book_fdr`` at the plan's scale), the word judged
-    alone beside it where the two differ; then the paper's gain, p / q, the detectable effect and the seeds a new
-    experiment would plan."""
+    alone beside it where the two differ; then p / q, the detectable effect and the seeds a new experiment would plan.
+    The claim carries its panel ("(Fig. 6 (a))"), as ``report.claims_view``'s its source, so that the table has the
+    view's eight columns (``chapter.split_view`` shows them as two tables)."""
     table = claims_table(results, plan).set_index("id")
     if not len(table):
         return table
@@ -712,8 +713,7 @@ def page_table(results: list[tuple[Run, dict]], plan: Plan, paper_name: str = "P
     q = pd.to_numeric(lines["q"], errors="coerce")
     return pd.DataFrame(
         {
-            "sweep": table["sweep"],
-            "claim": table["claim"],
+            "claim (source)": [f"{claim} ({sweep})" for claim, sweep in zip(table["claim"], table["sweep"])],
             "paper gain (pp)": table["paper gain (pp)"].astype(object).where(table["paper gain (pp)"].notna(), "—"),
             "book (mean Δ per seed)": lines["book_value"],
             "95% interval (df)": [interval_text(str(i), str(d)) for i, d in zip(lines["interval"], lines["df"])],
