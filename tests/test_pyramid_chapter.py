@@ -48,6 +48,19 @@ def test_claims_take_the_paper_numbers_from_paper_py():
     assert {c.notebook for c in chapter.CLAIMS} <= set(chapter.CLAIM_NOTEBOOKS)
 
 
+def test_the_headline_is_the_pyramid_without_the_detector_and_the_detector_is_a_claim_of_its_own():
+    by_id = {c.id: c for c in chapter.CLAIMS}
+    assert (by_id["P1"].better, by_id["P1"].reference) == (chapter.NO_RELATION, chapter.CLIP)
+    assert not chapter.uses_rois(chapter.check_weights(chapter.NO_RELATION.kwargs()["weights"]))
+    assert (by_id["P1_detector"].better, by_id["P1_detector"].reference) == (chapter.PYRAMID, chapter.CLIP)
+    assert chapter.PRIMARY == "P1" and by_id["P1"].paper_effect == by_id["P1_detector"].paper_effect
+    # the primary claim at the longer length: its two rows trained LONGER times as long
+    long_claim = by_id["P1"].mapped(chapter.longer)
+    assert [row.units for row in long_claim.rows()] == [chapter.LONGER, chapter.LONGER]
+    epochs = [chapter.config(row, "smoke", 0).to_dict()["epochs"] for row in (long_claim.better, by_id["P1"].better)]
+    assert epochs[0] == chapter.LONGER * epochs[1]
+
+
 def test_a_difference_of_gains_is_judged_per_seed():
     claim = next(c for c in chapter.CLAIMS if c.id == "P3")
     metric = claim.metric
