@@ -97,7 +97,7 @@ def counts_text(card: pd.DataFrame) -> str:
     if len(costs):
         text += f" Cost claims, judged as costs: {_count_words(costs['verdict_fdr'], report.COST_VERDICTS)}."
     learned = card["reference_learned"].astype(str) if "reference_learned" in card else pd.Series([], dtype=str)
-    checked = learned.str.startswith(("yes", "no"))
+    checked = learned.str.startswith(("yes, ", "no, "))  # not NOT_CHECKED, which also starts with "no"
     if checked.any():
         floor = int((card["verdict"] == report.FLOOR).sum())
         text += f" The references of {int(checked.sum())} claims were compared with their networks untrained: " + (
