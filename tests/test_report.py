@@ -246,3 +246,14 @@ def test_claims_view_fits_a_claims_table_into_fewer_wider_columns():
         "claim",
         *[h for k, h in report.CLAIMS_VIEW.items() if k not in ("claim", "paper_value")],
     ]
+
+
+def test_a_pages_verdicts_in_one_line_and_its_claims_in_two_tables_of_at_most_six_columns():
+    claims = pd.DataFrame({"verdict_fdr": ["opposite", "reproduced", report.FLOOR, "reproduced"]})
+    assert report.verdict_line(claims) == (
+        "4 claims at 5% FDR: 2 reproduced; 1 opposite; 1 at the floor (their reference has not learned)."
+    )
+    view = pd.DataFrame(columns=list(report.CLAIMS_VIEW.values()), index=pd.Index(["a"], name="id"))
+    verdicts, power = report.split_view(view)
+    assert list(verdicts.columns)[-1] == "verdict at 5% FDR" and len(verdicts.columns) <= 6 >= len(power.columns)
+    assert report.stated({"book_value": "+1.00 pp", "interval": ""}) == "+1.00 pp"

@@ -187,14 +187,24 @@ def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> s
     return text
 
 
-def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int]) -> str:
-    """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the seeds, and where the runs'
-    configuration and the rules are stated."""
+def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int], note: str = "") -> str:
+    """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the chapter's own ``note`` (one
+    sentence, ``Chapter.headline_note``; none when empty), the seeds, and where the runs' configuration and the rules
+    are stated. The clause on cost claims (judged as costs, outside the false-discovery-rate family) only where the
+    chapter has cost claims: elsewhere it would name verdicts the page does not have."""
+    part = card[card["paper"] == paper]
+    costs = part["verdict_fdr"].isin(report.COST_VERDICTS).any()
+    family = (
+        "every word is the verdict at a 5% false discovery rate across the book but a cost's, which is judged as a "
+        "cost, outside that family"
+        if costs
+        else "every word is the verdict at a 5% false discovery rate across the book"
+    )
     return (
         "```{admonition} What this chapter finds\n"
-        f"{chapter_text(card, paper)} Seeds {', '.join(map(str, seeds))}, paired by seed; every word is the verdict "
-        "at a 5% false discovery rate across the book but a cost's, which is judged as a cost, outside that family "
-        "({doc}`executed/scorecard`, where the rules are stated). How the runs are configured: {doc}`experiments`.\n"
+        f"{chapter_text(card, paper)}{' ' + note if note else ''} Seeds {', '.join(map(str, seeds))}, paired by "
+        f"seed; {family} ({{doc}}`executed/scorecard`, where the rules are stated). How the runs are configured: "
+        "{doc}`experiments`.\n"
         "```"
     )
 
@@ -207,7 +217,8 @@ def blocks(card: pd.DataFrame) -> dict[Path, dict[str, str]]:
     out = {README: readme, INTRO: {"counts": counts_text(card), "primary": primary_table(card)}}
     for chapter in chapters():
         page = REPO_ROOT / "book" / f"{chapter.name}.md"
-        out[page] = {"headline": headline(card, chapter.paper, chapter.seeds("laptop"))}
+        note = chapter.headline_note(card[card["paper"] == chapter.paper])
+        out[page] = {"headline": headline(card, chapter.paper, chapter.seeds("laptop"), note)}
     return out
 
 

@@ -600,6 +600,32 @@ def claims_view(claims: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
     return view[list(columns)].rename(columns=columns)
 
 
+def split_view(view: pd.DataFrame, last: str = "verdict at 5% FDR") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A page's claims table (``claims_view``'s, or a chapter's own with the same headers, indexed by claim id) as two
+    tables of at most six columns, so that each fits the page: the claim, the paper's and the book's numbers and the
+    verdict (up to the column ``last``), then the power columns (p / q, the detectable effect, the seeds planned)."""
+    cut = list(view.columns).index(last) + 1
+    return view.iloc[:, :cut], view.iloc[:, cut:]
+
+
+def stated(line: Mapping[str, Any]) -> str:
+    """A claim's scorecard value with its 95% interval where the line has one ("+0.21 pp, 95% interval [-1.22, +1.64]
+    pp"): what a page's sentence states of a claim, the numbers of its claims table and of the scorecard."""
+    value, interval = str(line["book_value"]), str(line.get("interval", "") or "")
+    return f"{value}, 95% interval {interval}" if interval and interval != "nan" else value
+
+
+def verdict_line(claims: pd.DataFrame) -> str:
+    """One line of a page's verdicts at 5% FDR (``book_fdr``'s lines): how many of its claims read each word, in the
+    order of the verdict rule ("9 claims at 5% FDR: 2 reproduced; 1 opposite; 3 at the floor (...)"), the words
+    absent left out."""
+    counts = claims["verdict_fdr"].value_counts()
+    order = [*VERDICTS, *COST_VERDICTS, FLOOR, NOT_RUN]
+    words = [w for w in order if w in counts.index] + [w for w in counts.index if w not in order]
+    shown = {FLOOR: "at the floor (their reference has not learned)"}
+    return f"{len(claims)} claims at 5% FDR: " + "; ".join(f"{int(counts[w])} {shown.get(w, w)}" for w in words) + "."
+
+
 def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
     """``card`` with ``BOOK_COLUMNS`` (``FDR_RULE``): Benjamini-Hochberg q-values over the claims with a finite
     p-value, and each verdict at a ``level`` false discovery rate (a decided verdict whose q exceeds ``level``

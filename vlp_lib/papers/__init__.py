@@ -71,6 +71,13 @@ class Chapter:
         report = getattr(self._module(), "remeasured", None)
         return report(scale) if self.measurements and report is not None else ""
 
+    def headline_note(self, lines: Any) -> str:
+        """The chapter's own sentence for its opening page's headline (``vlp_lib.book.findings.headline``) from its
+        scorecard lines ``lines`` (a frame with ``id`` and ``verdict_fdr``): the module's ``headline_note`` where it
+        has one (PyramidCLIP: which decided claims hold without its trained detector), else ""."""
+        note = getattr(self._module(), "headline_note", None)
+        return str(note(lines)) if note is not None else ""
+
     def primary(self) -> str | None:
         """The id of the chapter's primary claim (its module's ``PRIMARY``: the paper's headline result as its
         abstract states it), ``None`` for a chapter of the book's own (the head to head, the real drawings)."""

@@ -43,6 +43,8 @@ from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead,
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import fmt, half_width, mean_std, record_differences, seed_values
+from vlp_lib.book.report import split_view as split_view  # the pages' helpers, shared with every chapter
+from vlp_lib.book.report import stated as stated
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import folder_tasks, real
 from vlp_lib.papers.protoclip.book import ablation, paper
@@ -849,21 +851,6 @@ def delta_text(records: Sequence[dict], reference: Sequence[dict], metric: str, 
     metrics shown in percent, raw to three places otherwise), mean ± std over the seeds, with no verdict word."""
     m, s = mean_std(record_differences(records, reference, metric))
     return f"{100 * m:+.2f} ± {100 * s:.2f}" if percent else f"{m:+.3f} ± {s:.3f}"
-
-
-def split_view(view: pd.DataFrame, last: str = "verdict at 5% FDR") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A page's claims table (``report.claims_view``'s or ``ablation.page_table``'s, indexed by claim id) as two
-    tables of at most six columns, so that each fits the page: the claim, the paper's and the book's numbers and the
-    verdict (up to the column ``last``), then the power columns (p / q, the detectable effect, the seeds planned)."""
-    cut = list(view.columns).index(last) + 1
-    return view.iloc[:, :cut], view.iloc[:, cut:]
-
-
-def stated(line: Mapping[str, Any]) -> str:
-    """A claim's scorecard value with its 95% interval where the line has one ("+0.21 pp, 95% interval [-1.22, +1.64]
-    pp"): what a page's sentence states of a claim, the numbers of its claims table and of the scorecard."""
-    value, interval = str(line["book_value"]), str(line.get("interval", "") or "")
-    return f"{value}, 95% interval {interval}" if interval and interval != "nan" else value
 
 
 def raw_gains_table(
