@@ -224,3 +224,27 @@ def test_fig6_panels_name_their_hyper_parameter_and_draw_chance():
         "smoke", sweeps=[], seeds=[0], train_data=str(real / "pairs.csv"), eval_tasks=[f"folder:{real / 'categories'}"]
     )
     assert on_real.metric == "categories/linear" and ablation.chance_level(on_real) == pytest.approx(1 / 8)
+
+
+def test_the_untrained_networks_are_those_of_every_claims_reference_bar(no_compute, monkeypatch):
+    """``ablation.untrained`` evaluates, per seed, the untrained network of each bar a claim of Fig. 6 compares with
+    (a "best_of" claim: every other bar of its sweep), so the learning check reads every reference; nothing else."""
+    import vlp_lib.experiment as experiment
+
+    evaluated = []
+    monkeypatch.setattr(
+        experiment, "untrained", lambda config, verbose=True: evaluated.append(config) or {"seed": config.seed}
+    )
+    plan = ablation.make_plan("laptop")
+    untrained = ablation.untrained(plan)
+    n = plan.base["train_size"]
+    assert set(untrained) == {
+        ("episode_size", n),
+        ("target_temperature", 0.0),
+        ("images_per_prototype", 5),
+        ("images_per_prototype", 50),
+        ("external_teacher", "none"),
+        ("external_teacher", "clip"),
+    }
+    assert all([r["seed"] for r in records] == list(plan.seeds) for records in untrained.values())
+    assert len(evaluated) == 6 * len(plan.seeds)
