@@ -1,6 +1,7 @@
 """The ICMLM chapter's plan and claims (``vlp_lib.papers.icmlm.book``): configs at equal samples, ICMLM's start from
 TP_Postag, the label sets the world can tell apart, paper numbers, verdicts, bad parameters."""
 
+from dataclasses import replace
 from typing import cast
 
 import pytest
@@ -61,6 +62,22 @@ def test_every_row_has_a_valid_config_and_icmlm_starts_from_tp_postag(monkeypatc
             assert all(row.zsl for row in claim.rows()), claim.id
         if claim.metric.startswith("proxy/") and claim.metric != chapter.TP_LOSS:
             assert all(row.method == "icmlm" for row in claim.rows()), claim.id
+
+
+def test_the_primary_claim_at_the_longer_length_keeps_equal_samples():
+    """``longer``: ICMLM from a TP_Postag start trained LONGER times as long, then LONGER times its own phase,
+    against TP_Postag-2x LONGER times as long: equal samples at both lengths; the rows of the book's length unchanged."""
+    claim = next(c for c in chapter.CLAIMS if c.id == chapter.PRIMARY).mapped(chapter.longer)
+    assert chapter.PRIMARY in chapter.LONGER_IDS
+    configs = {row: chapter.config(row, "laptop") for row in claim.rows()}
+    tp_2x = configs[chapter.longer(chapter.TP_POSTAG_2X)]
+    for head in (chapter.TFM, chapter.ATT_FC):
+        icmlm = configs[chapter.longer(head)]
+        init = cast(ICMLMArgs, icmlm.method_args).init
+        assert init is not None and _samples(init) == chapter.LONGER * _samples(chapter.config(chapter.TP_POSTAG))
+        assert _samples(init) + _samples(icmlm) == _samples(tp_2x) == chapter.LONGER * 20_480
+    assert chapter.longer(chapter.TFM).zsl is False  # the longer runs' claims read the targets only
+    assert chapter.config(chapter.TFM).method_args == chapter.config(replace(chapter.TFM, init_epochs=1)).method_args
 
 
 def test_the_world_lexicon_puts_no_verb_in_the_top_50_but_in_the_top_100():

@@ -85,11 +85,14 @@ def gains_table(
 ) -> pd.DataFrame:
     """One line per row of ``untrained`` (``{row: the untrained network's record per seed}``): each metric of
     ``metrics`` (``{key: column}``) as the row's trained value ("mean ± std", %) and its gain over the untrained
-    network (``gain_text``); ``label(row)`` names the line."""
+    network (``gain_text``); ``label(row)`` names the line. A metric a row's runs do not evaluate is left empty."""
     lines = []
     for row, before in untrained.items():
         line: dict[str, Any] = {"model": label(row)}
         for key, name in metrics.items():
+            if not all(key in r["metrics"] for r in [*results[row], *before]):
+                line[f"{name} (%)"] = line[f"{name} gain (pp, 95% interval)"] = ""
+                continue
             line[f"{name} (%)"] = fmt(*mean_std(seed_values(results[row], key)))
             line[f"{name} gain (pp, 95% interval)"] = gain_text(results[row], before, key)
         lines.append(line)

@@ -47,7 +47,7 @@ import pandas as pd
 
 from vlp_lib import experiment
 from vlp_lib.book import data, plan
-from vlp_lib.book.claims import EVERY_RULE, Claim, declare, judge_stored
+from vlp_lib.book.claims import EVERY_RULE, Claim, declare, judge_stored, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.config import as_list, scale_defaults
@@ -132,7 +132,8 @@ class Row:
     """One trained setting. ``method`` "tp" or "icmlm"; ``label_set`` / ``pos`` / ``k`` its label set; ``head``,
     ``layers``, ``heads``, ``lam`` (λ of Eq. 8) for ICMLM, which starts from the seed's ``TP_POSTAG`` run;
     ``epochs``: multiples of the scale's TP epochs (2 = TP_Postag-2×); ``eval``: the metrics its claims read
-    (``"full"``: VOC, IN-1K, COCO; ``"voc"``: VOC only; ``"no_coco"``); ``zsl``: attribute ZSL per layer."""
+    (``"full"``: VOC, IN-1K, COCO; ``"voc"``: VOC only; ``"no_coco"``); ``zsl``: attribute ZSL per layer;
+    ``init_epochs``: an ICMLM row's start, ``TP_POSTAG`` trained for that many multiples (``longer``)."""
 
     label: str = field(compare=False)
     method: str = "tp"
@@ -146,6 +147,7 @@ class Row:
     epochs: int = 1
     eval: str = "full"
     zsl: bool = False
+    init_epochs: int = 1
 
     def eval_tasks(self) -> list[str]:
         return {"full": list(FULL_EVAL), "voc": ["objects_shift"], "no_coco": ["shapes_colours", "objects_shift"]}[
@@ -233,7 +235,8 @@ def config(
     world = real.is_world(train_data)
     pairs, per_episode, epochs = budget(scale, train_data, row.epochs)
     steps = int(round(epochs * pairs / per_episode)) * (per_episode // sizes["batch_size"])
-    init = config(TP_POSTAG, scale, seed, train_data, eval_tasks) if row.method == "icmlm" else None
+    start = replace(TP_POSTAG, epochs=row.init_epochs)
+    init = config(start, scale, seed, train_data, eval_tasks) if row.method == "icmlm" else None
     source: dict[str, Any] = (
         dict(train_size=sizes["train_size"], world_knobs=WORLD_KNOBS) if world else dict(train_data=train_data)
     )
@@ -365,6 +368,19 @@ def _config_on(train_data: str, eval_tasks: Sequence[str] | None) -> plan.Config
 
 def _row_config(row: Row, scale: str, seed: int, train_data: str, eval_tasks: Sequence[str] | None) -> RunConfig:
     return config(row, scale, seed, train_data, eval_tasks)
+
+
+def untrained_rows(
+    rows: Sequence[Row],
+    scale: str,
+    seeds: Sequence[int],
+    train_data: str = "world",
+    eval_tasks: Sequence[str] | None = None,
+) -> dict[Row, list[dict]]:
+    """The untrained network (``experiment.untrained``: the run's config before any step; an ICMLM row's is its
+    TP_Postag start) of each of ``rows`` that a claim compares with, at either length (``compared_claims``), every
+    seed: what the learning check and the pages' gain over the untrained network read."""
+    return plan.untrained_references(compared_claims(), rows, _config_on(train_data, eval_tasks), scale, seeds)
 
 
 def run_rows(
@@ -1010,6 +1026,25 @@ CLAIMS: list[Claim] = declare(_claims(), KNOBS)
 # visual features than tag prediction from the same captions, compared at equal samples. Its verdict heads the
 # chapter; the other claims are secondary, and the false discovery rate family stays the whole book.
 PRIMARY = "M7_fair_voc"
+# Two training lengths (the trend a reader needs before extrapolating): the primary claim's rows again at LONGER times
+# their samples, the same seeds: ICMLM from TP_Postag trained LONGER times as long, then LONGER times its own training,
+# against TP_Postag-2x trained LONGER times as long (still equal samples). The other targets read the same runs.
+LONGER = 4
+LONGER_IDS = ("M7_fair_voc", "M7_fair_in1k", "M7_fair_coco")
+
+
+def longer(row: Row) -> Row:
+    """``row`` trained ``LONGER`` times as long (its start too, for an ICMLM row): ``claims.with_longer``. Without
+    attribute ZSL: the longer runs' claims read the targets only."""
+    start = row.init_epochs * LONGER if row.method == "icmlm" else row.init_epochs
+    return replace(row, epochs=row.epochs * LONGER, init_epochs=start, zsl=False)
+
+
+def compared_claims() -> list[Claim]:
+    """``CLAIMS`` and the claims of ``LONGER_IDS`` on their longer rows: whose references get an untrained network."""
+    return with_longer_claims(CLAIMS, longer, LONGER_IDS)
+
+
 CLAIM_NOTEBOOKS = tuple(dict.fromkeys(c.notebook for c in CLAIMS))
 RULES: list[str] = [EVERY_RULE]
 
@@ -1019,12 +1054,16 @@ def claims_table(
 ) -> pd.DataFrame:
     """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}``, as they read
     on the data of ``run_config`` (any config of the page's runs; ``None``: the world) (``claims_on_data``)."""
-    return _claims_table(claims_on_data(run_config), results, "ICMLM", notebook)
+    return _claims_table(
+        claims_on_data(run_config), results, "ICMLM", notebook, longer=longer, longer_ids=LONGER_IDS, factor=LONGER
+    )
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing)."""
-    return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), "ICMLM")
+    return judge_stored(
+        CLAIMS, lambda row: stored(row, scale, seeds), "ICMLM", longer=longer, longer_ids=LONGER_IDS, factor=LONGER
+    )
 
 
 def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
