@@ -324,9 +324,12 @@ def test_page_helpers_state_the_claims_lines():
     row = chapter.TABLE4_CONTROLS[0]
     results = {row: [{"config": {"seed": s}, "metrics": {"t/ari": 0.01 * s}} for s in (0, 1, 2)]}
     untrained = {row: [{"config": {"seed": s}, "metrics": {"t/ari": 0.0}} for s in (0, 1, 2)]}
-    table = chapter.raw_gains_table(results, untrained, {"t/ari": "ARI"}, label=lambda r: r.label)
+    table = report.gains_table(results, untrained, {"t/ari": "ARI"}, label=lambda r: r.label, percent=False)
     assert table.loc[row.label, "ARI"] == "0.010 ± 0.010"
     assert table.loc[row.label, "ARI gain (95% interval)"].startswith("+0.010 [")
+    table = report.gains_table(results, untrained, {"t/ari": "ARI"}, label=lambda r: r.label)  # a fraction: pp
+    assert table.loc[row.label, "ARI (%)"] == "1.0 ± 1.0"
+    assert table.loc[row.label, "ARI gain (pp, 95% interval)"].startswith("+1.0 [")
 
 
 def test_a_match_needs_its_interval_above_the_margin():

@@ -64,17 +64,18 @@ def metrics_table(
     return pd.DataFrame(rows).set_index("metric")
 
 
-def gain_text(records: Sequence[dict], untrained: Sequence[dict], key: str) -> str:
-    """The mean per-seed gain of ``records`` over their untrained networks on ``key``, in pp, with its 95% t interval
-    ("+35.7 [+30.1, +41.3]"; the mean alone for one seed)."""
+def gain_text(records: Sequence[dict], untrained: Sequence[dict], key: str, percent: bool = True) -> str:
+    """The mean per-seed gain of ``records`` over their untrained networks on ``key``, with its 95% t interval (the mean
+    alone for one seed): in pp for a fraction shown in percent ("+35.7 [+30.1, +41.3]"), else raw to three places for
+    a score such as ARI ("+0.003 [-0.004, +0.010]")."""
     gain = record_differences(records, untrained, key)
     mean, std = mean_std(gain)
     h = half_width(std, len(gain))
 
-    def pp(x: float) -> str:
-        return f"{round(100 * x, 1) + 0.0:+.1f}"  # no "-0.0"
+    def show(x: float) -> str:
+        return f"{round(100 * x, 1) + 0.0:+.1f}" if percent else f"{round(x, 3) + 0.0:+.3f}"  # no "-0.0"
 
-    return pp(mean) + (f" [{pp(mean - h)}, {pp(mean + h)}]" if np.isfinite(h) else "")
+    return show(mean) + (f" [{show(mean - h)}, {show(mean + h)}]" if np.isfinite(h) else "")
 
 
 def gains_table(
@@ -82,19 +83,26 @@ def gains_table(
     untrained: Mapping[Any, Sequence[dict]],
     metrics: Mapping[str, str],
     label: Callable[[Any], str] = str,
+    percent: bool = True,
 ) -> pd.DataFrame:
     """One line per row of ``untrained`` (``{row: the untrained network's record per seed}``): each metric of
-    ``metrics`` (``{key: column}``) as the row's trained value ("mean ± std", %) and its gain over the untrained
-    network (``gain_text``); ``label(row)`` names the line. A metric a row's runs do not evaluate is left empty."""
+    ``metrics`` (``{key: column}``) as the row's trained value ("mean ± std") and its gain over the untrained network
+    (``gain_text``); ``label(row)`` names the line. Fractions are shown in percent ("acc (%)", "acc gain (pp, 95%
+    interval)"); with ``percent=False`` a score such as ARI is shown raw ("ARI", "ARI gain (95% interval)"). A metric
+    a row's runs do not evaluate is left empty."""
+    value_column, gain_column = (
+        ("{} (%)", "{} gain (pp, 95% interval)") if percent else ("{}", "{} gain (95% interval)")
+    )
     lines = []
     for row, before in untrained.items():
         line: dict[str, Any] = {"model": label(row)}
         for key, name in metrics.items():
+            value, gain = value_column.format(name), gain_column.format(name)
             if not all(key in r["metrics"] for r in [*results[row], *before]):
-                line[f"{name} (%)"] = line[f"{name} gain (pp, 95% interval)"] = ""
+                line[value] = line[gain] = ""
                 continue
-            line[f"{name} (%)"] = fmt(*mean_std(seed_values(results[row], key)))
-            line[f"{name} gain (pp, 95% interval)"] = gain_text(results[row], before, key)
+            line[value] = fmt(*mean_std(seed_values(results[row], key)), percent=percent)
+            line[gain] = gain_text(results[row], before, key, percent=percent)
         lines.append(line)
     return pd.DataFrame(lines).set_index("model")
 

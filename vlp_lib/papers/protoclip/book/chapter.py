@@ -20,7 +20,7 @@ world are not run (``DATA_SIZE_NOT_RUN``). The world's runs are unchanged (``tra
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,7 +42,7 @@ from vlp_lib.book.claims import (  # noqa: F401 (episode_shares, epoch_overhead,
 )
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
-from vlp_lib.book.report import fmt, half_width, mean_std, record_differences, seed_values
+from vlp_lib.book.report import fmt, mean_std, record_differences, seed_values
 from vlp_lib.book.report import split_view as split_view  # the pages' helpers, shared with every chapter
 from vlp_lib.book.report import stated as stated
 from vlp_lib.config import as_list, scale_defaults
@@ -853,37 +853,9 @@ def delta_text(records: Sequence[dict], reference: Sequence[dict], metric: str, 
     return f"{100 * m:+.2f} ± {100 * s:.2f}" if percent else f"{m:+.3f} ± {s:.3f}"
 
 
-def raw_gains_table(
-    results: Mapping[Any, Sequence[dict]],
-    untrained: Mapping[Any, Sequence[dict]],
-    metrics: Mapping[str, str],
-    label: Callable[[Any], str] = str,
-) -> pd.DataFrame:
-    """``report.gains_table`` for metrics shown raw (ARI, AMI: not percentages): per row of ``untrained``, each metric
-    of ``metrics`` (``{key: column}``) as "mean ± std" over the seeds and its gain over the untrained network
-    (``raw_gain_text``); ``label(row)`` names the line, as in ``report.gains_table`` (the two join on it)."""
-    lines = []
-    for row, before in untrained.items():
-        line: dict[str, Any] = {"model": label(row)}
-        for key, name in metrics.items():
-            line[name] = fmt(*mean_std(seed_values(results[row], key)), percent=False)
-            line[f"{name} gain (95% interval)"] = raw_gain_text(results[row], before, key)
-        lines.append(line)
-    return pd.DataFrame(lines).set_index("model")
-
-
 # An ARI below this is a partition hardly better than a random one (0: random, 1: the classes); the paper's Table XII
 # reads 0.67-0.73 on STL-10, so a difference between two near-zero ARI says nothing about grouping classes.
 ARI_NEAR_ZERO = 0.1
-
-
-def raw_gain_text(records: Sequence[dict], untrained: Sequence[dict], key: str) -> str:
-    """``report.gain_text`` for a metric shown raw (ARI, AMI): the mean per-seed gain of ``records`` over their
-    untrained networks on ``key``, to three places, with its 95% t interval ("+0.003 [-0.004, +0.010]")."""
-    gain = record_differences(records, untrained, key)
-    mean, std = mean_std(gain)
-    h = half_width(std, len(gain))
-    return f"{mean:+.3f}" + (f" [{mean - h:+.3f}, {mean + h:+.3f}]" if np.isfinite(h) else "")
 
 
 def resolved_claim(claim: Claim, scale: str = "laptop") -> Claim:
