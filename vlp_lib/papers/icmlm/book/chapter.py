@@ -50,6 +50,7 @@ from vlp_lib.book import data, plan
 from vlp_lib.book.claims import EVERY_RULE, Claim, declare, judge_stored, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
+from vlp_lib.book.report import gain_text, seed_values
 from vlp_lib.config import as_list, scale_defaults
 from vlp_lib.data import real, training
 from vlp_lib.papers.icmlm import evaluations, lexicon, minilm_lm, tagger
@@ -235,8 +236,7 @@ def config(
     world = real.is_world(train_data)
     pairs, per_episode, epochs = budget(scale, train_data, row.epochs)
     steps = int(round(epochs * pairs / per_episode)) * (per_episode // sizes["batch_size"])
-    start = replace(TP_POSTAG, epochs=row.init_epochs)
-    init = config(start, scale, seed, train_data, eval_tasks) if row.method == "icmlm" else None
+    init = config(start_of(row), scale, seed, train_data, eval_tasks) if row.method == "icmlm" else None
     source: dict[str, Any] = (
         dict(train_size=sizes["train_size"], world_knobs=WORLD_KNOBS) if world else dict(train_data=train_data)
     )
@@ -1043,6 +1043,39 @@ def longer(row: Row) -> Row:
 def compared_claims() -> list[Claim]:
     """``CLAIMS`` and the claims of ``LONGER_IDS`` on their longer rows: whose references get an untrained network."""
     return with_longer_claims(CLAIMS, longer, LONGER_IDS)
+
+
+def start_of(row: Row) -> Row:
+    """An ICMLM row's start: ``TP_POSTAG`` trained for its ``init_epochs`` (what ``config`` puts in its ``init``)."""
+    return replace(TP_POSTAG, epochs=row.init_epochs)
+
+
+def phase_table(
+    results: dict[Row, list[dict]],
+    rows: Sequence[Row],
+    targets: dict[str, str],
+    scale: str,
+    seeds: Sequence[int],
+    train_data: str = "world",
+    eval_tasks: Sequence[str] | None = None,
+    label: Callable[[Row], str] = lambda row: row.label,
+) -> pd.DataFrame:
+    """What ICMLM's own phase does to its start: per ICMLM row of ``rows``, each target (``{name: metric key}``) of
+    its TP_Postag start (``start_of``, stored: trained before the row) and of the row after ICMLM's training ("start
+    -> ICMLM", %), and the phase's mean per-seed change with its 95% t interval (``report.gain_text``). A negative
+    change is the phase lowering the probes its start had reached."""
+    lines = []
+    for row in rows:
+        starts = plan.stored(start_of(row), _config_on(train_data, eval_tasks), scale, seeds)
+        if row.method != "icmlm" or starts is None:
+            continue
+        line: dict[str, Any] = {"ICMLM row": label(row)}
+        for name, key in targets.items():
+            before, after = seed_values(starts, key), seed_values(results[row], key)
+            line[f"{name}: start → ICMLM (%)"] = f"{100 * before.mean():.1f} → {100 * after.mean():.1f}"
+            line[f"{name} change (pp, 95% interval)"] = gain_text(results[row], starts, key)
+        lines.append(line)
+    return pd.DataFrame(lines).set_index("ICMLM row") if lines else pd.DataFrame()
 
 
 CLAIM_NOTEBOOKS = tuple(dict.fromkeys(c.notebook for c in CLAIMS))
