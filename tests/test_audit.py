@@ -1,6 +1,7 @@
 """The config audit (``vlp_lib.book.audit``): every claim's runs differ only in the fields it declares; and a claim's
 reference must have learned (``claims.reference_learning``) before the claim is judged."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -139,6 +140,8 @@ def _line_records(values: dict[int, float]) -> list[dict]:
         (0.05, 0.0, "fades with more training"),
         (0.05, -0.06, "flips"),
         (0.0, 0.0, "undecided at both lengths"),
+        (-0.06, -0.08, "opposite at both lengths"),  # never "undecided": both lengths decide, against the paper
+        (0.0, -0.06, "the opposite appears only with more training"),
     ],
 )
 def test_a_headline_claim_is_judged_again_at_the_longer_length(short, long, word):
@@ -182,3 +185,28 @@ def test_the_untrained_networks_of_a_claims_references_are_evaluated_and_read(tm
         for s in (0, 1)
     ]
     assert claims.untrained_records(trained) == found["b"]  # the judge reads them from the store
+
+
+def test_a_trend_from_the_floor_names_the_reference_not_the_idea():
+    claim = _claim()
+    floor, opposite = {"verdict": report.FLOOR}, {"verdict": report.OPPOSITE}
+    assert claims.trend(claim, floor, opposite) == "the reference learns only with more training"
+    assert claims.trend(claim, floor, floor) == "the reference has not learned at either length"
+    assert claims.trend(claim, opposite, floor) == ""
+
+
+def test_an_evaluation_the_untrained_network_lacks_is_counted_and_an_attached_one_is_read():
+    """A claim on a metric beyond the suite (ICMLM's ZSL): the store's untrained record lacks it, so the claim is not
+    checked (``NOT_CHECKED_METRIC``, counted like a missing network); a chapter that evaluates the untrained network
+    too attaches that record to each run (``UNTRAINED_ATTACHED``), and the check reads it."""
+    claim = replace(_claim(), metric="zsl/5/top1")
+    better = _records({s: 0.3 + 0.01 * s for s in range(5)}, {s: 0.1 for s in range(5)})
+    reference = _records({s: 0.2 + 0.004 * s for s in range(5)}, {s: 0.1 for s in range(5)})
+    for record, value in zip([*better, *reference], [0.40, 0.41, 0.42, 0.43, 0.44, 0.3, 0.31, 0.32, 0.33, 0.34]):
+        record["metrics"]["zsl/5/top1"] = value
+    line = claims.judge(claim, {"a": better, "b": reference}, "ToyCLIP")
+    assert line["reference_learned"] == claims.NOT_CHECKED_METRIC and line["verdict"] != report.FLOOR
+    for record in reference:  # the untrained network's ZSL: 0.1 on every seed, the reference gains about +22 pp
+        record[claims.UNTRAINED_ATTACHED] = {"config": record["config"], "metrics": {"zsl/5/top1": 0.1}}
+    line = claims.judge(claim, {"a": better, "b": reference}, "ToyCLIP")
+    assert line["reference_learned"].startswith("yes, +2"), line["reference_learned"]

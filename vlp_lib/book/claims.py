@@ -704,14 +704,22 @@ def _judge_correlation(claim: Claim, results: Mapping[Any, Sequence[dict]], line
     return line
 
 
+# A record's key for its untrained network's record, attached by a chapter whose claims read evaluations beyond the
+# suite (ICMLM's attribute ZSL and proxy task): that record carries the same evaluations, so those claims are checked
+UNTRAINED_ATTACHED = "untrained"
+
+
 def untrained_records(records: Sequence[dict]) -> list[dict] | None:
     """The untrained network of each run of ``records`` (``vlp_lib.experiment.untrained``: the same config, evaluated
-    before any step), from the results store; ``None`` when one is not stored. Records that are themselves untrained
-    networks are their own."""
+    before any step): the one a chapter attached (``UNTRAINED_ATTACHED``), else the results store's; ``None`` when
+    one is not stored. Records that are themselves untrained networks are their own."""
     out = []
     for record in records:
         if record.get("kind") == runs.UNTRAINED_KIND:
             out.append(record)
+            continue
+        if UNTRAINED_ATTACHED in record:  # a chapter's own: with the evaluations it adds to its runs' suite
+            out.append(record[UNTRAINED_ATTACHED])
             continue
         if "config" not in record:
             return None
@@ -725,14 +733,18 @@ def untrained_records(records: Sequence[dict]) -> list[dict] | None:
 # the scorecard's reference_learned of a claim whose reference's untrained network is not stored: judged as before,
 # and counted on the scorecard's first screen, so a reader sees how many verdicts lack the learning check
 NOT_CHECKED = "not checked: no untrained network stored"
+NOT_CHECKED_METRIC = "not checked: the untrained network lacks this evaluation"
+UNCHECKED = (NOT_CHECKED, NOT_CHECKED_METRIC)  # the scorecard counts both: a verdict without its learning check
 
 
 def reference_learning(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> tuple[str, bool | None]:
     """Whether the references of ``claim``'s comparisons (``Claim.pairs``) have learned (``LEARNED_RULE``): the text
     of the scorecard's ``reference_learned`` ("yes, +12.3 pp (p = 0.004)", "no, ..."; for several references the one
     that learned least) and ``True`` / ``False``; ``("", None)`` where it is not measured: a cost claim, a reference
-    that is itself an untrained network, or a metric the untrained network lacks; ``(NOT_CHECKED, None)`` where a
-    reference's untrained network is not stored (its chapter has not run it: the scorecard counts these)."""
+    that is itself an untrained network, or a metric the reference's own records lack; ``(NOT_CHECKED, None)`` where a
+    reference's untrained network is not stored (its chapter has not run it), ``(NOT_CHECKED_METRIC, None)`` where
+    it is stored but has not been evaluated on the claim's metric (an evaluation beyond the run's suite, e.g.
+    ICMLM's attribute ZSL): the scorecard counts both."""
     if claim.kind in ("timing", "not_run", "every_draw"):
         return "", None
     weakest: tuple[float, float, bool] | None = None  # (p, mean gain, learned)
@@ -743,8 +755,10 @@ def reference_learning(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> t
         untrained = untrained_records(records)
         if untrained is None:
             return NOT_CHECKED, None
-        if any(claim.metric not in r.get("metrics", {}) for r in [*records, *untrained]):
+        if any(claim.metric not in r.get("metrics", {}) for r in records):
             return "", None
+        if any(claim.metric not in r.get("metrics", {}) for r in untrained):
+            return NOT_CHECKED_METRIC, None  # an evaluation the untrained network has not had: counted, not hidden
         d = record_differences(records, untrained, claim.metric)
         if len(d) < 2:
             return "", None
@@ -905,19 +919,30 @@ def trend(claim: Claim, line: dict, longer_line: dict) -> str:
     """``TREND_RULE``'s word for a claim from its scorecard line at the book's length (``line``) and at a longer one
     (``longer_line``: ``judge_stored`` judges it on the claim's rows mapped to that length)."""
     short, long = line["verdict"], longer_line["verdict"]
-    if NOT_RUN in (short, long) or FLOOR in (short, long) or claim.kind in ("timing", "correlation", "every_draw"):
+    if NOT_RUN in (short, long) or claim.kind in ("timing", "correlation", "every_draw"):
         return ""
+    if FLOOR in (short, long):
+        if short == long:
+            return "the reference has not learned at either length"
+        return "the reference learns only with more training" if short == FLOOR else ""
     short_holds, long_holds = short in HOLDS, long in HOLDS
     against = (OPPOSITE, OPPOSITE_WITHIN)
-    if (short_holds and long in against) or (short in against and long_holds):
+    short_against, long_against = short in against, long in against
+    if (short_holds and long_against) or (short_against and long_holds):
         return "flips"
-    if long_holds and not short_holds:
+    if short_holds and long_holds:
+        return "holds"
+    if short_against and long_against:
+        return "opposite at both lengths"
+    if long_holds:
         return "appears only with more training"
-    if short_holds and not long_holds:
+    if short_holds:
         return "fades with more training"
-    if not (short_holds and long_holds):
-        return "undecided at both lengths"
-    return "holds"
+    if long_against:
+        return "the opposite appears only with more training"
+    if short_against:
+        return "the opposite fades with more training"
+    return "undecided at both lengths"
 
 
 TREND_RULE = (
@@ -925,9 +950,11 @@ TREND_RULE = (
     "it compares trained longer (the chapter states the factor, at least 3x). Its trend: 'holds' where the paper's "
     "direction holds at both lengths, 'appears only with more training' where it holds only at the longer one, "
     "'fades with more training' where it holds only at the book's, 'flips' where one length finds the paper's "
-    "direction and the other its opposite, 'undecided at both lengths' otherwise. The longer verdict is judged alone "
-    "(not in the false-discovery-rate family of the book's verdicts): a trend to read before extrapolating, not a "
-    "second verdict."
+    "direction and the other its opposite, 'opposite at both lengths', 'the opposite appears only with more "
+    "training' or 'the opposite fades with more training' for the opposite direction, 'the reference learns only "
+    "with more training' where the book's length is at the floor and the longer one is not, 'undecided at both "
+    "lengths' otherwise. The longer verdict is judged alone (not in the false-discovery-rate family of the book's "
+    "verdicts): a trend to read before extrapolating, not a second verdict."
 )
 
 

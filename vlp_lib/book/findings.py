@@ -103,11 +103,11 @@ def counts_text(card: pd.DataFrame) -> str:
         text += f" The references of {int(checked.sum())} claims were compared with their networks untrained: " + (
             f"{floor} had not learned, and those claims are at the floor, untested." if floor else "each had learned."
         )
-    unchecked = int((learned == claims.NOT_CHECKED).sum())
+    unchecked = int(learned.isin(claims.UNCHECKED).sum())
     if unchecked:
         text += (
-            f" The references of {unchecked} claims are not checked yet (their untrained networks are not "
-            "stored): their verdicts lack the learning check."
+            f" The references of {unchecked} claims are not checked yet (their untrained networks are not stored, "
+            "or not evaluated on the claim's metric): their verdicts lack the learning check."
         )
     return text
 
@@ -174,7 +174,8 @@ def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> s
     if len(primary):
         line = primary.iloc[0]
         text += (
-            f" Primary claim, the paper's headline ({line['source']}): {line['claim']}: **{line['verdict_fdr']}**, "
+            f" Primary claim, the book's test of the paper's headline ({line['source']}): {line['claim']}: "
+            f"**{line['verdict_fdr']}**, "
             f"{_value(line)}; the paper: {line['paper_value']}."
         )
         if _longer(line) != "not run":
