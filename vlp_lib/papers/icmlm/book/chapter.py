@@ -1219,11 +1219,13 @@ def phase_sentence(lines: Sequence[dict[str, Any]], row: Row, target: str, label
     gap = 100 * (line["icmlm"] - line["control"])
     head, phase = 100 * line["head_start_mean"], 100 * line["phase_mean"]
     larger = "the start's" if abs(head) >= abs(phase) else "the phase's"
+    _, _, bounds = str(line["phase"]).partition(" ")  # "mean [low, high]": the interval, where there is one
+    interval = f" (95% interval {bounds})" if bounds else ""
     return (
         f"{label} on {target}: ICMLM {100 * line['icmlm']:.1f}% against TP_Postag-2× {100 * line['control']:.1f}%, a "
         f"gap of {gap:+.1f} pp. Of it, {head:+.1f} pp was there before ICMLM's phase began: its TP_Postag start "
         f"({100 * line['start']:.1f}%) has trained on part of the samples, TP_Postag-2× on all of them. ICMLM's phase "
-        f"then moved the start by {phase:+.1f} pp ({line['phase']}). The larger part is {larger}."
+        f"then moved the start by {phase:+.1f} pp{interval}. The larger part is {larger}."
     )
 
 
