@@ -145,11 +145,13 @@ def _full_text(part: pd.DataFrame, claim_id: str) -> str:
     return text
 
 
-def _decided_list(part: pd.DataFrame) -> str:
+def _decided_lines(part: pd.DataFrame) -> list[str]:
     lines = part[part["verdict_fdr"].isin([*report.DECIDED, *report.COST_VERDICTS]) & ~part["primary"]]
-    return "; ".join(
-        f"{line['claim']} ({line['id']}): {line['verdict_fdr']}, {_value(line)}" for _, line in lines.iterrows()
-    )
+    return [f"{line['claim']} ({line['id']}): *{line['verdict_fdr']}*, {_value(line)}" for _, line in lines.iterrows()]
+
+
+def _decided_list(part: pd.DataFrame) -> str:
+    return "; ".join(_decided_lines(part))
 
 
 def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> str:
@@ -201,12 +203,17 @@ def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int], note: str = "
         if costs
         else "every word is the verdict at a 5% false discovery rate across the book"
     )
+    decided = _decided_lines(part)  # one line each: a paragraph of twenty claims is not read
+    listed = (
+        f"\n\n{'Decided beside it' if part['primary'].any() else 'Decided'}:\n\n" + "".join(f"- {d}\n" for d in decided)
+        if decided
+        else "\n"
+    )
     return (
         "```{admonition} What this chapter finds\n"
-        f"{chapter_text(card, paper)}{' ' + note if note else ''} Seeds {', '.join(map(str, seeds))}, paired by "
-        f"seed; {family} ({{doc}}`executed/scorecard`, where the rules are stated). How the runs are configured: "
-        "{doc}`experiments`.\n"
-        "```"
+        f"{chapter_text(card, paper, False)}{' ' + note if note else ''} Seeds {', '.join(map(str, seeds))}, paired "
+        f"by seed; {family} ({{doc}}`executed/scorecard`, where the rules are stated). How the runs are configured: "
+        "{doc}`experiments`." + listed + "```"
     )
 
 
