@@ -150,14 +150,10 @@ def _decided_lines(part: pd.DataFrame) -> list[str]:
     return [f"{line['claim']} ({line['id']}): *{line['verdict_fdr']}*, {_value(line)}" for _, line in lines.iterrows()]
 
 
-def _decided_list(part: pd.DataFrame) -> str:
-    return "; ".join(_decided_lines(part))
-
-
-def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> str:
+def chapter_text(card: pd.DataFrame, paper: str) -> str:
     """A chapter's findings in one paragraph: its counts at 5% FDR, the claims at the floor (``report.FLOOR``) where
-    there are any, its primary claim with its verdict and numbers, and (``decided_list``) every other decided claim
-    with its word and numbers."""
+    there are any, and its primary claim with its verdict and numbers (``headline`` lists the other decided claims
+    after it, one per line)."""
     part = card[card["paper"] == paper]
     tested = report.tested_claims(part)
     decided = tested[tested["verdict_fdr"].isin(report.DECIDED)]
@@ -184,9 +180,6 @@ def chapter_text(card: pd.DataFrame, paper: str, decided_list: bool = True) -> s
             text += f" Trained longer, the same claim: {_longer(line)}."
     else:
         text += " No paper states this chapter's claims, so none is primary."
-    others = _decided_list(part) if decided_list else ""
-    if others:
-        text += f" {'Decided beside it' if len(primary) else 'Decided'}: {others}."
     return text
 
 
@@ -211,7 +204,7 @@ def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int], note: str = "
     )
     return (
         "```{admonition} What this chapter finds\n"
-        f"{chapter_text(card, paper, False)}{' ' + note if note else ''} Seeds {', '.join(map(str, seeds))}, paired "
+        f"{chapter_text(card, paper)}{' ' + note if note else ''} Seeds {', '.join(map(str, seeds))}, paired "
         f"by seed; {family} ({{doc}}`executed/scorecard`, where the rules are stated). How the runs are configured: "
         "{doc}`experiments`." + listed + "```"
     )
@@ -221,7 +214,7 @@ def blocks(card: pd.DataFrame) -> dict[Path, dict[str, str]]:
     """``{file: {block name: text}}`` of every generated block, from ``card`` (``report.scorecard``'s)."""
     readme = {"counts": counts_text(card), "primary": primary_table(card)}
     for chapter in chapters():
-        readme[f"chapter-{chapter.name}"] = f"- **{chapter.paper}**: {chapter_text(card, chapter.paper, False)}"
+        readme[f"chapter-{chapter.name}"] = f"- **{chapter.paper}**: {chapter_text(card, chapter.paper)}"
     out = {README: readme, INTRO: {"counts": counts_text(card), "primary": primary_table(card)}}
     for chapter in chapters():
         page = REPO_ROOT / "book" / f"{chapter.name}.md"

@@ -45,7 +45,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from vlp_lib import experiment, runs
+from vlp_lib import experiment
 from vlp_lib.book import data, plan
 from vlp_lib.book.claims import EVERY_RULE, UNTRAINED_ATTACHED, Claim, declare, judge_stored, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
@@ -387,7 +387,7 @@ def _untrained_zsl(untrained: dict, compute: bool) -> dict | None:
         return {"metrics": {f"zsl/{m}/{k}": v for m, values in out.items() for k, v in values.items()}}
 
     key = {"untrained": c, "layers": ZSL_LAYERS, "splits": sizes["zsl_splits"], "iterations": sizes["zsl_iter"]}
-    return _evaluation(evaluations.ZSL_KIND, key, run, compute)
+    return evaluations._metrics(evaluations.ZSL_KIND, key, run, compute)  # stored as the trained runs' are
 
 
 def _untrained_proxy(untrained: dict, compute: bool) -> dict | None:
@@ -405,16 +405,7 @@ def _untrained_proxy(untrained: dict, compute: bool) -> dict | None:
             "metrics": {f"proxy/{k}": v for k, v in proxy_metrics(model.eval(), image_only.eval(), heldout).items()}
         }
 
-    return _evaluation(evaluations.PROXY_KIND, {"untrained": c, "captions": captions}, run, compute)
-
-
-def _evaluation(kind: str, key: dict[str, Any], run: Callable[[], dict[str, Any]], compute: bool) -> dict | None:
-    """The stored metrics of an evaluation (``runs``, ICMLM's scope): computed and stored when missing and
-    ``compute``, else ``None`` when missing."""
-    if not compute:
-        record = runs.load(kind, key, paper=evaluations.PAPER)
-        return None if record is None else record["metrics"]
-    return runs.cached(kind, key, run, verbose=False, paper=evaluations.PAPER)["metrics"]
+    return evaluations._metrics(evaluations.PROXY_KIND, {"untrained": c, "captions": captions}, run, compute)
 
 
 def _untrained_added(row: Row, record: dict) -> list[Callable[[dict, bool], dict | None]]:
@@ -1172,8 +1163,10 @@ def phase_lines(
     control's further tag prediction on the samples ICMLM spends on its phase); the two add to row - control."""
     lines = []
     for row, control in controls.items():
+        if row.method != "icmlm" or row not in results or control not in results:
+            continue
         starts = plan.stored(start_of(row), _config_on(train_data, eval_tasks), scale, seeds)
-        if row.method != "icmlm" or starts is None or row not in results or control not in results:
+        if starts is None:
             continue
         for name, key in targets.items():
             lines.append(
