@@ -214,10 +214,10 @@ def test_claims_table_judges_a_notebooks_runs():
             )
         )
         results[proto_e].append(
-            _record(  # linear -1 pp on every seed; ARI -0.001, 0, +0.001: far below 0.059
+            _record(  # linear -2 pp on every seed (beyond the 1 pp margin); ARI -0.001, 0, +0.001: far below 0.059
                 proto_e,
                 seed,
-                {**metrics, "avg3/linear": 0.49 + luck, "clutter10/ari": 0.30 + luck + 0.001 * (seed - 1)},
+                {**metrics, "avg3/linear": 0.48 + luck, "clutter10/ari": 0.30 + luck + 0.001 * (seed - 1)},
                 {"training": 12.0},
             )
         )
@@ -254,12 +254,12 @@ def test_the_primary_claim_is_judged_again_on_its_runs_trained_longer():
     assert epochs[0] == chapter.LONGER * epochs[1]
     results: dict = {row: [] for row in (proto_e, clip_aug, long_proto, long_clip)}
     for seed, luck in zip((0, 1, 2), (0.0, 0.04, -0.02)):
-        for row, linear in ((clip_aug, 0.50), (proto_e, 0.49), (long_clip, 0.60), (long_proto, 0.62)):
+        for row, linear in ((clip_aug, 0.50), (proto_e, 0.48), (long_clip, 0.60), (long_proto, 0.62)):
             wobble = 0.001 * (seed - 1) if row in (proto_e, long_proto) else 0.0
             metrics = {"avg3/zeroshot_top1": 0.4, "avg3/linear": linear + luck + wobble, "clutter10/ari": 0.3}
             results[row].append(_record(row, seed, metrics, {"training": 10.0}))
     line = chapter.claims_table(results, notebook="benchmark").loc["table4_linear"]
-    # -1 pp at the book's length, +2 pp (far below the paper's +5.81) at 4x: the direction flips
+    # -2 pp at the book's length, +2 pp (far below the paper's +5.81) at 4x: the direction flips
     assert line["verdict"] == "opposite"
     assert line["verdict_longer"].startswith(
         f"at {chapter.LONGER}x: reproduced, smaller than claimed (+2.00 pp, 95% interval ["

@@ -189,7 +189,7 @@ def test_difference_of_differences():
     d = chapter.interaction_differences(claim.terms, results)
     np.testing.assert_allclose(d, [0.30 - 0.04, 0.31 - 0.03, 0.29 - 0.03])
     assert judge(claim, results)["verdict"] == "reproduced"
-    results[few_c] = _records([0.49, 0.515, 0.545], key)  # the gap at few CR images below the one at many
+    results[few_c] = _records([0.53, 0.55, 0.58], key)  # the gap at few CR images far below the one at many
     assert judge(claim, results)["verdict"] == "opposite"
 
 

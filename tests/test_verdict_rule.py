@@ -30,9 +30,12 @@ def _test(mean_pp, sd_pp, paper_pp=None, n=5, margin=report.NO_EFFECT_MARGIN):
         # the referee's M7: significant, but a difference a reader would call nothing
         (-0.75, 0.1, 3.0, report.NO_EFFECT),  # [-0.87, -0.63]: inside ±1 pp, decided by two one-sided tests
         (-0.75, 0.45, 3.0, report.OPPOSITE_WITHIN),  # [-1.31, -0.19]: below 0, mean inside the margin, not shown inside
-        (-1.5, 0.3, 3.0, report.OPPOSITE),  # below 0 and beyond the margin
+        (-1.5, 0.3, 3.0, report.OPPOSITE),  # [-1.87, -1.13]: the whole interval beyond the margin
         (-0.99, 0.2, 3.0, report.OPPOSITE_WITHIN),  # the mean just inside -1 pp, the interval crossing it
-        (-1.01, 0.2, 3.0, report.OPPOSITE),  # the mean just beyond it
+        (-1.01, 0.2, 3.0, report.OPPOSITE_SIZE),  # the mean just beyond it, the interval not
+        # the referee's M7_fair_coco: -1.56 pp [-2.63, -0.49] is below 0, but its size is not shown beyond 1 pp
+        (-1.56, 0.86, 3.0, report.OPPOSITE_SIZE),
+        (-3.0, 0.86, 3.0, report.OPPOSITE),  # [-4.07, -1.93]
         # the referee's table11_no_aug_retrieval: seven times the paper's effect is not its reproduction
         (19.0, 2.0, 2.8, report.LARGER),
         (3.4, 0.5, 2.8, report.REPRODUCED),  # the interval holds the paper's +2.8
@@ -150,6 +153,25 @@ def test_fdr_keeps_the_direction_of_a_size_word_that_does_not_stand():
     ]
     card = report.with_fdr(_card(lines))
     assert card.loc[0, "q"] > 0.05 and card.loc[0, "verdict_fdr"] == report.DIRECTION_ONLY
+
+
+def test_fdr_keeps_the_direction_of_an_opposite_whose_size_does_not_stand():
+    # "opposite" claims its size beyond the margin; where that falls at 5% FDR, the reversed direction may stand
+    t = _test(-3.0, 0.86, 3.0)
+    assert t.verdict == report.OPPOSITE and t.p_direction < t.p < 0.05
+    lines = [
+        {"id": "far", "paper": "P", "verdict": report.OPPOSITE, "p": 0.04, "p_direction": 0.001, "metric": "m"},
+        *({"id": f"x{i}", "paper": "P", "verdict": report.INCONCLUSIVE, "p": 0.5, "metric": "m"} for i in range(5)),
+    ]
+    card = report.with_fdr(_card(lines))
+    assert card.loc[0, "q"] > 0.05 and card.loc[0, "verdict_fdr"] == report.OPPOSITE_SIZE
+
+
+def test_an_every_claim_reads_opposite_only_when_the_reverse_clears_the_margin():
+    far = [_test(-3.0, 0.3, 3.0), _test(1.0, 0.2, 3.0)]
+    near = [_test(-1.2, 0.3, 3.0), _test(1.0, 0.2, 3.0)]  # below 0 after Bonferroni, the mean alone beyond -1 pp
+    assert report.every_test(far, report.NO_EFFECT_MARGIN)[0] == report.OPPOSITE
+    assert report.every_test(near, report.NO_EFFECT_MARGIN)[0] == report.OPPOSITE_SIZE
 
 
 def test_fdr_demotes_a_word_whose_q_is_above_5_percent():

@@ -53,6 +53,7 @@ from scipy import stats as scipy_stats
 from vlp_lib import runs
 from vlp_lib.book import stats
 from vlp_lib.book.report import (
+    AGAINST,
     AS_CLAIMED,
     CHEAPER,
     COST_FACTOR,
@@ -64,8 +65,6 @@ from vlp_lib.book.report import (
     LEARNED_LEVEL,
     NO_EFFECT_MARGIN,
     NOT_RUN,
-    OPPOSITE,
-    OPPOSITE_WITHIN,
     SCORECARD_COLUMNS,
     SEED_BUDGET,
     PairedTest,
@@ -650,7 +649,7 @@ def _judge_every(
         line["book_value"] += f" (best: {_label(rows[decides])}; Bonferroni over {len(rows)})"
         return _mark(line, test)
     reproduced = sum(t.verdict in HOLDS for t in tests)
-    what = "the opposite one" if verdict in (OPPOSITE, OPPOSITE_WITHIN) else "weakest"
+    what = "the opposite one" if verdict in AGAINST else "weakest"
     line["book_value"] = (
         f"{reproduced} of {len(tests)} reproduced; {what} {_label(rows[decides])}: {line['book_value']}"
     )
@@ -926,8 +925,7 @@ def trend(claim: Claim, line: dict, longer_line: dict) -> str:
             return "the reference has not learned at either length"
         return "the reference learns only with more training" if short == FLOOR else ""
     short_holds, long_holds = short in HOLDS, long in HOLDS
-    against = (OPPOSITE, OPPOSITE_WITHIN)
-    short_against, long_against = short in against, long in against
+    short_against, long_against = short in AGAINST, long in AGAINST
     if (short_holds and long_against) or (short_against and long_holds):
         return "flips"
     if short_holds and long_holds:

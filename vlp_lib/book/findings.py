@@ -36,6 +36,7 @@ WORD_ORDER = (
     report.SMALLER,
     report.NO_EFFECT,
     report.OPPOSITE_WITHIN,
+    report.OPPOSITE_SIZE,
     report.OPPOSITE,
 )
 

@@ -121,13 +121,28 @@ NO_EFFECT = "no effect"
 OPPOSITE_WITHIN = "opposite, within the margin"
 OPPOSITE = "opposite"
 INCONCLUSIVE = "inconclusive"
+# the mirror of DIRECTION_ONLY: below 0, the mean beyond the margin, the interval not (or at 5% FDR only the
+# direction stands): "opposite" would claim a size the seeds do not show
+OPPOSITE_SIZE = "the opposite direction, size undecided"
 # at 5% FDR, a size word whose size does not stand while its direction does: the paper's direction, size undecided
 DIRECTION_ONLY = "the paper's direction, size undecided"
 # words of a tested claim that decide it (each with a p-value, each counted in its own column, never pooled together)
-DECIDED = (REPRODUCED, SMALLER_REPRODUCED, LARGER, DIRECTION_ONLY, SMALLER, NO_EFFECT, OPPOSITE_WITHIN, OPPOSITE)
+DECIDED = (
+    REPRODUCED,
+    SMALLER_REPRODUCED,
+    LARGER,
+    DIRECTION_ONLY,
+    SMALLER,
+    NO_EFFECT,
+    OPPOSITE_WITHIN,
+    OPPOSITE_SIZE,
+    OPPOSITE,
+)
 VERDICTS = (*DECIDED[:6], INCONCLUSIVE, *DECIDED[6:])
 # the paper's direction at a size that can be the paper's, or smaller: the claim's direction holds
 HOLDS = (REPRODUCED, SMALLER_REPRODUCED, LARGER, DIRECTION_ONLY)
+# significantly below 0, whatever the size: the claim's direction is reversed
+AGAINST = (OPPOSITE_WITHIN, OPPOSITE_SIZE, OPPOSITE)
 # cost claims (seconds, shares of time, overheads): judged as costs against the paper's number (COST_RULE), no test
 CHEAPER, AS_CLAIMED, DEARER = "cheaper than claimed", "as claimed", "dearer than claimed"
 COST_VERDICTS = (CHEAPER, AS_CLAIMED, DEARER)
@@ -163,7 +178,9 @@ VERDICT_RULE = (
     "Reproduced, smaller than claimed: above 0, but entirely below the paper's effect. "
     "Larger than claimed: entirely above the paper's effect; an effect many times the paper's is not its "
     "reproduction, it says our setting differs from the paper's. "
-    "Opposite: the interval lies entirely below 0 and its mean lies beyond the margin (below -m). "
+    "Opposite: the interval lies entirely below -m (beyond the margin, the mirror of no effect's inside it); "
+    "'the opposite direction, size undecided' where it lies below 0 and its mean beyond -m but the interval "
+    "reaches inside the margin. "
     "No effect: the interval lies inside ±m (two one-sided tests), where the paper's effect is not itself inside "
     "±m; a significant difference smaller than the margin is 'no effect' when the two one-sided tests decide it, "
     "and otherwise 'opposite, within the margin' (below 0, mean inside the margin: counted apart from the "
@@ -200,8 +217,9 @@ FDR_RULE = (
     "Benjamini-Hochberg q-values over the p-values of every tested claim in the book (cost claims and claims not "
     "run excluded); a verdict stands at a 5% false discovery rate when its q <= 0.05, else it reads inconclusive. "
     "A word that states a size beside the direction (reproduced but smaller than claimed, larger than claimed) "
-    "needs both tests; where the size does not stand, the direction alone is put to the same procedure (its p in "
-    "place of the claim's) and reads 'the paper's direction, size undecided' when it stands. The verdict at 5% FDR is the word every page, "
+    "needs both tests, and so does 'opposite' (below 0 and beyond the margin); where the size does not stand, the "
+    "direction alone is put to the same procedure (its p in place of the claim's) and reads 'the paper's "
+    "direction, size undecided' (or 'the opposite direction, size undecided') when it stands. The verdict at 5% FDR is the word every page, "
     "the README and the introduction state; the word of the claim judged alone may stand beside it, named as such."
 )
 
@@ -306,8 +324,8 @@ def paired_test(
     """Judge per-seed differences (claimed-better minus reference, paired by seed) by ``VERDICT_RULE`` with the
     practical ``margin`` (``None``: none stated, so no "no effect" and every significant reverse is "opposite"):
     "reproduced", "reproduced, smaller than claimed" / "larger than claimed" (entirely below / above
-    ``paper_effect``, a fraction on our metric), "opposite" (below 0, mean beyond ``-margin``), "opposite, within
-    the margin" (below 0, mean inside it, not shown inside it), "no effect" (inside ``±margin``, when the paper's
+    ``paper_effect``, a fraction on our metric), "opposite" (entirely below ``-margin``), "the opposite direction,
+    size undecided" (below 0, mean beyond ``-margin``, the interval not), "opposite, within the margin" (below 0, mean inside it, not shown inside it), "no effect" (inside ``±margin``, when the paper's
     effect is not inside it), "smaller than claimed" (includes 0, excludes ``paper_effect``), "inconclusive"
     (otherwise, and with fewer than 2 seeds, or a difference that is not finite). ``pooled``: (standard deviation, degrees of freedom) of the differences from
     ``stats.pooled_variance``, replacing their own."""
@@ -343,8 +361,12 @@ def paired_test(
         else:
             v, p = REPRODUCED, up
     elif high < 0:
-        if margin is None or mean <= -margin:
+        if margin is None:
             v, p = OPPOSITE, down
+        elif high < -margin:  # the size too: the interval clears the margin (the test against -margin decides)
+            v, p = OPPOSITE, base.one_sided(-margin, above=False)
+        elif mean <= -margin:
+            v, p = OPPOSITE_SIZE, down
         elif decided_inside:
             v, p = NO_EFFECT, inside
         else:
@@ -360,10 +382,20 @@ def paired_test(
         base,
         verdict=v,
         p=min(1.0, 2 * p),
-        p_direction=min(1.0, 2 * up) if v in (LARGER, SMALLER_REPRODUCED) else float("nan"),
+        p_direction=_direction_p(v, margin, up, down),
         mde=stats.minimum_detectable_effect(std, n, df, alpha, power),
         seeds_needed=stats.planned_seeds(std, target, rows=base.rows) if target is not None else float("nan"),
     )
+
+
+def _direction_p(verdict: str, margin: float | None, up: float, down: float) -> float:
+    """The two-sided p of a size word's direction alone (``with_fdr`` falls back to it): of "larger than claimed"
+    and "reproduced, smaller than claimed" against 0 above, of "opposite" beyond a margin against 0 below."""
+    if verdict in (LARGER, SMALLER_REPRODUCED):
+        return min(1.0, 2 * up)
+    if verdict == OPPOSITE and margin is not None:
+        return min(1.0, 2 * down)
+    return float("nan")
 
 
 EQUIVALENCE_RULE = (
@@ -388,14 +420,16 @@ EVERY_RULE = (
     "'Every setting beats the reference' claims (and 'X is the best value': X beats every other): reproduced when "
     "every comparison holds the paper's direction by the comparison rule (an intersection of tests needs no "
     "correction; p is the largest), opposite when any comparison is below 0 after Bonferroni over the k comparisons "
-    "(the same as Holm's first step, which is all 'any' needs) with its mean beyond the margin ('opposite, within "
-    "the margin' when inside it), inconclusive otherwise; the line shows the comparison that decides (the "
+    "(the same as Holm's first step, which is all 'any' needs): 'opposite' when that comparison lies below -m by "
+    "the same correction, 'the opposite direction, size undecided' when only its mean does, 'opposite, within the "
+    "margin' when its mean lies inside it; inconclusive otherwise; the line shows the comparison that decides (the "
     "weakest when reproduced or inconclusive, the opposite one when opposite)."
 )
 BEST_OF_RULE = (
     "'The best of several settings beats the reference' claims: each setting's difference from the reference, "
     "Bonferroni over the k settings (the best is chosen on the same data, so a plain test of it would be too "
-    "lenient): reproduced when the smallest p times k is below 0.05, opposite when every setting is opposite."
+    "lenient): reproduced when the smallest p times k is below 0.05, opposite when every setting is opposite "
+    "('the opposite direction, size undecided' when every setting is below 0 and some not beyond the margin)."
 )
 
 
@@ -446,8 +480,13 @@ def every_test(tests: Sequence[PairedTest], margin: float | None = None) -> tupl
         return REPRODUCED, min(1.0, max(up)), weakest
     if np.isfinite(down).any() and min(down) < ALPHA:
         worst = int(np.nanargmin(down))
-        beyond = margin is None or tests[worst].mean <= -margin
-        return (OPPOSITE if beyond else OPPOSITE_WITHIN), min(down), worst
+        if margin is None:
+            return OPPOSITE, min(down), worst
+        t = tests[worst]
+        beyond = min(1.0, 2 * k * t.one_sided(-margin, above=False))  # its size too, by the same correction
+        if beyond < ALPHA:
+            return OPPOSITE, beyond, worst
+        return (OPPOSITE_SIZE if t.mean <= -margin else OPPOSITE_WITHIN), min(down), worst
     finite = [x for x in (*up, *down) if np.isfinite(x)]
     return "inconclusive", min(1.0, max(up)) if finite else float("nan"), weakest
 
@@ -462,8 +501,11 @@ def best_of_test(tests: Sequence[PairedTest]) -> tuple[str, float, int]:
     best = int(np.nanargmin(up))
     if up[best] < ALPHA:
         return "reproduced", up[best], best
-    if all(t.verdict == "opposite" for t in tests):
-        return "opposite", min(1.0, max(down)), int(np.nanargmax(down))
+    if all(t.verdict == OPPOSITE for t in tests):
+        ps = [t.p for t in tests]
+        return OPPOSITE, max(ps), int(np.nanargmax(ps))
+    if all(t.verdict in (OPPOSITE, OPPOSITE_SIZE) for t in tests):
+        return OPPOSITE_SIZE, min(1.0, max(down)), int(np.nanargmax(down))
     return "inconclusive", up[best], best
 
 
@@ -486,7 +528,7 @@ def direction(differences: Sequence[float] | np.ndarray) -> str:
         return "too few seeds"
     if t.verdict in HOLDS:
         return "higher"
-    return "lower" if t.verdict in (OPPOSITE, OPPOSITE_WITHIN) else "within noise"
+    return "lower" if t.verdict in AGAINST else "within noise"
 
 
 def verdict(differences: Sequence[float] | np.ndarray, paper_effect: float | None = None) -> str:
@@ -640,7 +682,8 @@ def verdict_line(claims: pd.DataFrame) -> str:
 def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
     """``card`` with ``BOOK_COLUMNS`` (``FDR_RULE``): Benjamini-Hochberg q-values over the claims with a finite
     p-value, and each verdict at a ``level`` false discovery rate (a decided verdict whose q exceeds ``level``
-    reads "inconclusive", or ``DIRECTION_ONLY`` where it states a size and its direction alone stands; verdicts without
+    reads "inconclusive", or ``DIRECTION_ONLY`` / ``OPPOSITE_SIZE`` where it states a size and its direction alone
+    stands; verdicts without
     a p-value, cost claims and claims not run, are kept)."""
     card = card.copy()
     p = pd.to_numeric(card["p"], errors="coerce").to_numpy(dtype=float)
@@ -651,10 +694,12 @@ def with_fdr(card: pd.DataFrame, level: float = FDR) -> pd.DataFrame:
     fdr = np.where(demoted, INCONCLUSIVE, verdicts)
     if "p_direction" in card:
         direction = pd.to_numeric(card["p_direction"], errors="coerce").to_numpy(dtype=float)
-        second = demoted & np.isin(verdicts, [LARGER, SMALLER_REPRODUCED]) & np.isfinite(direction)
+        sized = np.isin(verdicts, [LARGER, SMALLER_REPRODUCED, OPPOSITE])
+        second = demoted & sized & np.isfinite(direction)
         if second.any():
             q_direction = stats.bh_qvalues(np.where(second, direction, p))
-            fdr = np.where(second & (q_direction <= level), DIRECTION_ONLY, fdr)
+            fallback = np.where(verdicts == OPPOSITE, OPPOSITE_SIZE, DIRECTION_ONLY)
+            fdr = np.where(second & (q_direction <= level), fallback, fdr)
     card["verdict_fdr"] = fdr
     return card
 

@@ -803,7 +803,8 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
         report.SMALLER_REPRODUCED: "above CLIP",
         report.NO_EFFECT: "within ±1 pp of CLIP",
         report.OPPOSITE_WITHIN: "below CLIP by less than 1 pp",
-        report.OPPOSITE: "below CLIP",
+        report.OPPOSITE_SIZE: "below CLIP, by a size not shown beyond 1 pp",
+        report.OPPOSITE: "below CLIP by more than 1 pp",
         report.NOT_RUN: "not run",
     }
     for claim_id, line in claims.iterrows():
