@@ -307,3 +307,19 @@ def test_resolve_seeds_and_unknown_scale():
         chapter.config(chapter.STUDENT, "huge")
     with pytest.raises(ValueError, match="notebook"):
         chapter.claims_table({}, notebook="ablation")
+
+
+def test_the_primary_claim_at_the_longer_length_trains_both_rows_longer_from_the_same_teacher():
+    """``longer``: the student and C_big at ``LONGER`` times their epochs, the same teacher; the book's rows keep
+    their configs (their epochs exactly as they were)."""
+    claim = next(c for c in chapter.CLAIMS if c.id == chapter.PRIMARY)
+    assert chapter.PRIMARY in chapter.LONGER_IDS
+    for row in claim.rows():
+        short, long = chapter.config(row, "laptop"), chapter.config(chapter.longer(row), "laptop")
+        assert long.to_dict()["epochs"] == chapter.LONGER * short.to_dict()["epochs"]
+        if row.method == "dimefm":
+            assert long.method_args.to_dict()["teacher"] == short.method_args.to_dict()["teacher"]
+    assert chapter.config(chapter.C_BIG, "laptop") == chapter.config(chapter.longer(chapter.C_BIG), "laptop").replace(
+        epochs=chapter.config(chapter.C_BIG, "laptop").to_dict()["epochs"],
+        warmup_steps=chapter.config(chapter.C_BIG, "laptop").to_dict()["warmup_steps"],
+    )

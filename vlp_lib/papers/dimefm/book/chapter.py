@@ -51,6 +51,7 @@ from vlp_lib.book.claims import (  # noqa: F401 (interaction_differences: the ch
     interaction_differences,
     judge_stored,
     rank_correlations,
+    with_longer_claims,
 )
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
@@ -194,7 +195,8 @@ class Row:
     DIME-FM's ``texts`` (a key of ``text_spec``), ``paired``, ``lambda1``, ``lambda2`` and ``pvl``;
     ``augmentation``: the trainer's (the student's; CLIP rows use "none", the global view); ``probes``: whether
     its evaluation runs the probes (the claims on zero-shot alone skip them; "class_a" and "coverage" rows never
-    do). Rows that train and evaluate the same thing are equal whatever their labels."""
+    do); ``units``: its epochs times this (``longer``). Rows that train and evaluate the same thing are equal
+    whatever their labels."""
 
     label: str = field(compare=False)
     method: str
@@ -208,6 +210,7 @@ class Row:
     lambda2: float = 0.0
     coverage: str = ""  # data "coverage": a level of COVERAGE_LEVELS (its CR images per held-out colour)
     probes: bool = True  # evaluate the probes (linear, k-NN, clustering) besides zero-shot
+    units: float = 1.0
 
 
 def _clip(label: str, data: str, role: str = "student") -> Row:
@@ -726,6 +729,8 @@ def _config(row: Row, scale: str, seed: int, inputs: Inputs) -> RunConfig:
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
     size, epochs, world_seed, knobs = _data(row, sizes)
+    if row.units != 1:  # the book's rows keep their epochs exactly as they were (a run's key)
+        epochs = epochs * row.units
     data: dict[str, Any] = dict(world_seed=world_seed, world_knobs=knobs, world_mix=world_mix(row, scale))
     if not inputs.world:
         size, data = inputs.pairs, dict(train_data=inputs.train_data)
@@ -1407,6 +1412,39 @@ CLAIMS: list[Claim] = declare(_claims(), KNOBS, DECLARED)
 # teacher's pairs (zero-shot). Its verdict heads the chapter; the other claims are secondary, and the false discovery
 # rate family stays the whole book.
 PRIMARY = "D1"
+# Two training lengths (the trend a reader needs before extrapolating): the primary claim's two rows, the student and
+# C_big, again at LONGER times their epochs, the same seeds and the same teacher (trained once). D1's other metrics
+# read the same runs.
+LONGER = 4
+LONGER_IDS = ("D1", "D1_in1k", "D1_linear")
+
+
+def longer(row: Row) -> Row:
+    """``row`` trained ``LONGER`` times as long (``claims.with_longer``)."""
+    return replace(row, units=row.units * LONGER)
+
+
+def compared_claims() -> list[Claim]:
+    """``CLAIMS`` and the claims of ``LONGER_IDS`` on their longer rows: whose references get an untrained network."""
+    return with_longer_claims(CLAIMS, longer, LONGER_IDS)
+
+
+def untrained_rows(
+    rows: Sequence[Row], scale: str, seeds: Sequence[int], inputs: Inputs | None = None
+) -> dict[Row, list[dict]]:
+    """The untrained network (``experiment.untrained``: the run's config before any step) of each of ``rows`` that a
+    claim compares with, at either length (``compared_claims``), for every seed (the teacher's: its one seed):
+    what the learning check and the pages' gain over the untrained network read."""
+    out = plan.untrained_references(
+        compared_claims(), [r for r in rows if r != TEACHER], _config_on(inputs), scale, seeds
+    )
+    if TEACHER in rows and TEACHER in {ref for c in compared_claims() for _, ref in c.pairs()}:
+        out[TEACHER] = plan.untrained_references(
+            compared_claims(), [TEACHER], _config_on(inputs), scale, [TEACHER_SEED]
+        )[TEACHER]
+    return out
+
+
 RULES: list[str] = [
     EQUIVALENCE_RULE + f" Margins: D1 {100 * MARGINS['D1']:.0f} pp, D2 {100 * MARGINS['D2']:.0f} pp.",
     NONINFERIORITY_RULE + f" D11's margin: {100 * NONINFERIORITY_MARGIN:.0f} pp.",
@@ -1455,13 +1493,30 @@ def claims_table(
     """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}`` (and the MMD
     record) as they read on ``inputs`` (``claims_on``; default: the world): the same lines as the scorecard's,
     indexed by claim id."""
-    return _claims_table(claims_on(inputs), results, PAPER, notebook, CLAIM_NOTEBOOKS, mmd_checks(mmd))
+    return _claims_table(
+        claims_on(inputs),
+        results,
+        PAPER,
+        notebook,
+        CLAIM_NOTEBOOKS,
+        mmd_checks(mmd),
+        longer=longer,
+        longer_ids=LONGER_IDS,
+        factor=LONGER,
+    )
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing)."""
+    """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing),
+    the claims of ``LONGER_IDS`` also at the longer length (``verdict_longer``)."""
     return judge_stored(
-        CLAIMS, lambda row: stored(row, scale, seeds), PAPER, mmd_checks(mmd_record(scale, compute=False))
+        CLAIMS,
+        lambda row: stored(row, scale, seeds),
+        PAPER,
+        mmd_checks(mmd_record(scale, compute=False)),
+        longer=longer,
+        longer_ids=LONGER_IDS,
+        factor=LONGER,
     )
 
 
