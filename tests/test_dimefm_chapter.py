@@ -309,16 +309,24 @@ def test_resolve_seeds_and_unknown_scale():
         chapter.claims_table({}, notebook="ablation")
 
 
-def test_the_primary_claim_at_the_longer_length_trains_both_rows_longer_from_the_same_teacher():
-    """``longer``: the student and C_big at ``LONGER`` times their epochs, the same teacher; the book's rows keep
-    their configs (their epochs exactly as they were)."""
+def test_the_primary_claim_at_the_longer_length_trains_every_run_it_depends_on_longer():
+    """``longer``: the student and C_big at ``LONGER`` times their epochs, the longer student distilling the teacher
+    trained ``LONGER`` times as long (``teacher_of``); the book's rows keep their configs (their epochs exactly as
+    they were, the teacher too)."""
     claim = next(c for c in chapter.CLAIMS if c.id == chapter.PRIMARY)
     assert chapter.PRIMARY in chapter.LONGER_IDS
     for row in claim.rows():
         short, long = chapter.config(row, "laptop"), chapter.config(chapter.longer(row), "laptop")
         assert long.to_dict()["epochs"] == chapter.LONGER * short.to_dict()["epochs"]
         if row.method == "dimefm":
-            assert long.method_args.to_dict()["teacher"] == short.method_args.to_dict()["teacher"]
+            teacher = chapter.config(chapter.TEACHER, "laptop").to_dict()
+            assert short.method_args.to_dict()["teacher"] == teacher
+            long_teacher = long.method_args.to_dict()["teacher"]
+            assert long_teacher == chapter.config(chapter.teacher_of(chapter.longer(row)), "laptop").to_dict()
+            assert long_teacher["epochs"] == chapter.LONGER * teacher["epochs"]
+            assert {k: v for k, v in long_teacher.items() if k not in ("epochs", "warmup_steps")} == {
+                k: v for k, v in teacher.items() if k not in ("epochs", "warmup_steps")
+            }
     assert chapter.config(chapter.C_BIG, "laptop") == chapter.config(chapter.longer(chapter.C_BIG), "laptop").replace(
         epochs=chapter.config(chapter.C_BIG, "laptop").to_dict()["epochs"],
         warmup_steps=chapter.config(chapter.C_BIG, "laptop").to_dict()["warmup_steps"],

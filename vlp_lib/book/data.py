@@ -154,10 +154,13 @@ def figure_task(config: Any, world_task: str) -> str:
     return names[0] if names else config.eval.tasks[0]
 
 
-def describe(config: Any, inputs: dict[str, str] | None = None) -> str:
+def describe(config: Any, inputs: dict[str, str] | None = None, world_data: str | None = None) -> str:
     """Markdown naming what ``config``'s runs train and are evaluated on, and where each paper-specific input comes
-    from (``inputs``: ``{input: its source}``), for the top of a page."""
-    if is_world(config):
+    from (``inputs``: ``{input: its source}``), for the top of a page. ``world_data``: what the page's runs train on
+    in the world, where its rows train on different worlds (default: ``config``'s pairs)."""
+    if is_world(config) and world_data is not None:
+        data = world_data
+    elif is_world(config):
         data = f"the generated world ({config.train_size:,} pairs)"
     else:
         data = f"{config.train_size:,} image-text pairs from `{Path(config.train_data).name}` (`{config.train_data}`)"
