@@ -52,7 +52,7 @@ def _count_words(verdicts: Iterable[str], words: Sequence[str]) -> str:
 def summary(card: pd.DataFrame) -> pd.DataFrame:
     """Per paper (book order): its claims, the tested ones, those decided at 5% FDR, one column per verdict word
     at 5% FDR (``report.DECIDED`` and inconclusive), the cost claims by word, the claims at the floor (their reference
-    has not learned: ``report.FLOOR``) and the claims not run; every row's word columns add to its claims."""
+    has not learned: ``report.FLOOR``), those described without a test (``report.DESCRIBED``) and the claims not run; every row's word columns add to its claims."""
     papers = list(dict.fromkeys(card["paper"]))
     tested = report.tested_claims(card)
     out = pd.DataFrame(index=pd.Index(papers, name="paper"))
@@ -64,6 +64,7 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
     for word in report.COST_VERDICTS:
         out[f"cost: {word}"] = card[card["verdict_fdr"] == word].groupby("paper").size()
     out["at the floor"] = card[card["verdict_fdr"] == report.FLOOR].groupby("paper").size()  # reference not learned
+    out["described, not tested"] = card[card["verdict_fdr"] == report.DESCRIBED].groupby("paper").size()
     out["not run"] = card[card["verdict_fdr"] == report.NOT_RUN].groupby("paper").size()
     out = out.fillna(0).astype(int)
     return out.loc[:, (out != 0).any() | out.columns.isin(["claims", "tested", "decided at 5% FDR"])]
@@ -86,10 +87,12 @@ def counts_text(card: pd.DataFrame) -> str:
     decided = tested[tested["verdict_fdr"].isin(report.DECIDED)]
     costs = card[card["verdict_fdr"].isin(report.COST_VERDICTS)]
     not_run = int((card["verdict_fdr"] == report.NOT_RUN).sum())
+    described = int((card["verdict_fdr"] == report.DESCRIBED).sum())
     share = f"{100 * len(decided) / max(len(tested), 1):.0f}%"
     text = (
         f"The scorecard holds {len(card)} claims: the five papers', the head to head's and the real drawings'; "
         f"{len(tested)} of them are tested, {len(costs)} are cost claims"
+        + (f", {described} are described without a test" if described else "")
         + (f" and {not_run} are not run" if not_run else "")
         + f". Judged one by one, {decided_alone} are decided; with the false discovery rate held at 5% across the "
         f"book, {len(decided)} ({share} of the tested): {_count_words(decided['verdict_fdr'], WORD_ORDER)}. The other "
@@ -169,6 +172,9 @@ def chapter_text(card: pd.DataFrame, paper: str) -> str:
     floor = int((part["verdict_fdr"] == report.FLOOR).sum())
     if floor:  # a claim whose reference has not learned is neither tested nor a cost: the count says where it went
         text += f" {floor} of the {len(part)} claims are at the floor (their reference has not learned), untested."
+    described = int((part["verdict_fdr"] == report.DESCRIBED).sum())
+    if described:
+        text += f" {described} are described, not tested (their evaluations are not replicates)."
     primary = part[part["primary"]]
     if len(primary):
         line = primary.iloc[0]

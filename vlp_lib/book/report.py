@@ -148,6 +148,8 @@ CHEAPER, AS_CLAIMED, DEARER = "cheaper than claimed", "as claimed", "dearer than
 COST_VERDICTS = (CHEAPER, AS_CLAIMED, DEARER)
 COST_FACTOR = 1.5  # a cost within a factor of 1.5 of the paper's reads "as claimed" (COST_RULE)
 NOT_RUN = "not run"
+# a claim whose evaluations are not replicates (one teacher, subsamples of one corpus): its count is shown, no test
+DESCRIBED = "described, not tested"
 # A claim whose reference has not learned compares models that have not learned: no verdict on the idea (LEARNED_RULE)
 FLOOR = "floor: the reference has not learned"
 LEARNED_LEVEL = 0.05
@@ -673,7 +675,7 @@ def verdict_line(claims: pd.DataFrame) -> str:
     order of the verdict rule ("9 claims at 5% FDR: 2 reproduced; 1 opposite; 3 at the floor (...)"), the words
     absent left out."""
     counts = claims["verdict_fdr"].value_counts()
-    order = [*VERDICTS, *COST_VERDICTS, FLOOR, NOT_RUN]
+    order = [*VERDICTS, *COST_VERDICTS, FLOOR, DESCRIBED, NOT_RUN]
     words = [w for w in order if w in counts.index] + [w for w in counts.index if w not in order]
     shown = {FLOOR: "at the floor (their reference has not learned)"}
     return f"{len(claims)} claims at 5% FDR: " + "; ".join(f"{int(counts[w])} {shown.get(w, w)}" for w in words) + "."
@@ -778,7 +780,7 @@ TIMING_METRICS = ("kmeans_share", "epoch_overhead")  # cost claims: judged by CO
 
 
 def tested_claims(card: pd.DataFrame) -> pd.DataFrame:
-    """The lines of ``card`` whose claim was tested: run, on a reference that has learned (not ``FLOOR``), and not a
-    cost claim (judged by ``COST_RULE``)."""
-    untested = card["verdict"].isin([NOT_RUN, FLOOR, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
+    """The lines of ``card`` whose claim was tested: run, on a reference that has learned (not ``FLOOR``), with
+    replicates to test (not ``DESCRIBED``), and not a cost claim (judged by ``COST_RULE``)."""
+    untested = card["verdict"].isin([NOT_RUN, FLOOR, DESCRIBED, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
     return card[~untested]
