@@ -1376,10 +1376,10 @@ def _claims() -> list[Claim]:
             "D10_with_pvl",
             "L_udist helps less together with L_p-vl: gain(lambda2 = 1) at lambda1 = 0 minus at "
             "lambda1 = 0.3, setting (1)",
-            "main Tab. 1 (via the fact sheet); Supp G",
+            "Supp G, citing main Tab. 1",
             "interaction",
             SHAPES_A,
-            "main Tab. 1, not read",
+            "no number ('less effective when applying L_p-vl and L_udist together')",
             None,
             notebook="components",
             terms=(
