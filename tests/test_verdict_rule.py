@@ -182,6 +182,18 @@ def test_fdr_demotes_a_word_whose_q_is_above_5_percent():
     assert report.with_fdr(_card(lines)).loc[0, "verdict_fdr"] == report.INCONCLUSIVE
 
 
+def test_described_claims_stay_outside_the_fdr_family_and_the_tested_claims():
+    # evaluations that are not replicates (one teacher, one corpus resampled): a count, no test
+    lines = [
+        {"id": "mmd", "paper": "P", "verdict": report.DESCRIBED, "p": float("nan"), "metric": "MMD^2"},
+        {"id": "t", "paper": "P", "verdict": report.REPRODUCED, "p": 0.001, "metric": "m"},
+    ]
+    card = report.with_fdr(_card(lines))
+    assert card.loc[0, "verdict_fdr"] == report.DESCRIBED and not np.isfinite(card.loc[0, "q"])
+    assert list(report.tested_claims(card)["id"]) == ["t"]
+    assert report.DESCRIBED not in report.DECIDED
+
+
 def test_cost_claims_stay_outside_the_fdr_family_and_the_tested_claims():
     lines = [
         {"id": "cost", "paper": "P", "verdict": report.DEARER, "p": float("nan"), "metric": "epoch_overhead"},
