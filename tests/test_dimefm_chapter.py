@@ -270,9 +270,9 @@ def test_mmd_claims_are_described_not_tested():
     for check in ("gap", "captions", "images"):
         line = judge(by_check[check], {}, _mmd(gap))
         assert line["verdict"] == report.DESCRIBED and not np.isfinite(line["p"])
-        assert line["book_value"].startswith("holds in 9 of 9") and line["book_value"].endswith("the reverse in 0")
+        assert line["book_value"].startswith("holds in 9 of 9")
     reversed_ = {**gap, ("images", "NLP"): 0.1, ("images", "constructed"): 0.3}
-    assert judge(by_check["images"], {}, _mmd(reversed_))["book_value"].endswith("the reverse in 9")
+    assert judge(by_check["images"], {}, _mmd(reversed_))["book_value"].startswith("holds in 0 of 9")
     mixed = _mmd(gap)
     mixed["metrics"]["mmd2"]["rbf"][0] = _mmd(reversed_)["metrics"]["mmd2"]["rbf"][0]
     line = judge(by_check["images"], {}, mixed)

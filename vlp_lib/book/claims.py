@@ -110,7 +110,7 @@ EVERY_DRAW_RULE = (
     "'In every draw' checks (orderings of statistics of whole corpora, such as DIME-FM's MMDs): described, not "
     "tested. Their evaluations (kernels, subsampling draws) share one teacher and resample one corpus each, so they "
     "are not replicates of the claim, and a count of them cannot be a test: the page shows in how many evaluations "
-    "the ordering holds and in how many its reverse does, outside the false-discovery-rate family."
+    "the ordering holds, outside the false-discovery-rate family."
 )
 TIMING_RULE = COST_RULE  # the chapters read the rules here too
 RAW_MARGINS = {"/ari": 0.01, "/ami": 0.01}  # metric suffix -> practical margin of a raw (not percent) metric
@@ -819,10 +819,10 @@ def _judge(
         if checks is None or claim.check is None or claim.check not in checks:
             return line
         outcomes, seeds, what = checks[claim.check]
-        holds, reverse = sum(h for h, _ in outcomes), sum(r for _, r in outcomes)
+        holds = sum(h for h, _ in outcomes)
         # the evaluations share one teacher and subsample one corpus each: not replicates, so no test (EVERY_DRAW_RULE)
         line.update(
-            book_value=f"holds in {holds} of {len(outcomes)} {what}; the reverse in {reverse}",
+            book_value=f"holds in {holds} of {len(outcomes)} {what}",
             verdict=DESCRIBED,
             p=float("nan"),
             seeds=seeds,
@@ -954,7 +954,7 @@ def trend(claim: Claim, line: dict, longer_line: dict) -> str:
 
 
 TREND_RULE = (
-    "Two training lengths: a headline claim is judged again, by the same rules and on the same seeds, with every run "
+    "A headline claim is judged again, by the same rules and on the same seeds, with every run "
     "it compares trained longer (the chapter states the factor, at least 3x). Its trend: 'holds' where the paper's "
     "direction holds at both lengths, 'appears only with more training' where it holds only at the longer one, "
     "'fades with more training' where it holds only at the book's, 'flips' where one length finds the paper's "

@@ -97,7 +97,7 @@ def table3_elevater_mean(column: str) -> float:
     one), without the two shifted cells of the IN-21K DIME-FM column (``TABLE3_SHIFTED``), so that two columns
     compared are means over the same 18 sets."""
     i = TABLE3_COLUMNS.index(column)
-    values = [v[i] for name, v in TABLE3.items() if name != "Imagenet" and name not in TABLE3_SHIFTED]
+    values = [float(v[i]) for name, v in TABLE3.items() if name != "Imagenet" and name not in TABLE3_SHIFTED]
     return round(sum(values) / len(values), 2)
 
 
