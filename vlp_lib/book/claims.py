@@ -99,11 +99,13 @@ KINDS = (
     "every_draw",
     "not_run",
 )
+SIGN_TEST_SEEDS = 6  # the fewest values whose two-sided sign test can reach p < 0.05 (2 * 0.5**6 = 0.031)
 CORRELATION_RULE = (
     "Rank-correlation claims without a control: Spearman's rho per seed, and a two-sided sign test over the seeds "
     "(the seeds share one teacher and one set of classes, so their rho are not independent draws of the claim: "
     "only their signs are counted): reproduced when the test finds rho > 0 (p < 0.05: at least 6 seeds, all "
-    "positive), opposite when it finds rho < 0; with a control row, rho minus the control's rho per seed by "
+    "positive), opposite when it finds rho < 0; with fewer than 6 seeds no signs can reach p < 0.05, so the "
+    "claim is described (its rho per seed), not tested; with a control row, rho minus the control's rho per seed by "
     "the comparison rule."
 )
 EVERY_DRAW_RULE = (
@@ -692,6 +694,8 @@ def _judge_correlation(claim: Claim, results: Mapping[Any, Sequence[dict]], line
     if claim.control is None:
         values = np.array(list(rho.values()))
         verdict, p = _sign_test(values)
+        if len(values) < SIGN_TEST_SEEDS:  # planned too few to decide whatever the signs: a description, not a test
+            verdict, p = DESCRIBED, float("nan")
         line.update(
             book_value=f"rho {', '.join(f'{v:+.2f}' for v in values)} (seeds {sorted(rho)})",
             verdict=verdict,
