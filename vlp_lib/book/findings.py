@@ -174,7 +174,10 @@ def chapter_text(card: pd.DataFrame, paper: str) -> str:
         text += f" {floor} of the {len(part)} claims are at the floor (their reference has not learned), untested."
     described = int((part["verdict_fdr"] == report.DESCRIBED).sum())
     if described:
-        text += f" {described} are described, not tested (their evaluations are not replicates)."
+        text += (
+            f" {described} are described, not tested (evaluations that are not replicates, or fewer seeds than a "
+            "test could decide on)."
+        )
     primary = part[part["primary"]]
     if len(primary):
         line = primary.iloc[0]
