@@ -879,9 +879,11 @@ def _judge(
 
 
 def _mark(line: dict[str, Any], test: PairedTest) -> dict[str, Any]:
-    """Mark a claim that a new experiment would plan beyond ``SEED_BUDGET`` seeds: "needs about N"."""
+    """Mark a claim that a new experiment would plan beyond ``SEED_BUDGET`` seeds: "needs about N" ("needs more
+    than 1000" beyond ``MAX_SEEDS``)."""
     if test.seeds_needed > SEED_BUDGET:
-        line["seeds_needed"] = f"needs about {seeds_text(test.seeds_needed)}"
+        text = seeds_text(test.seeds_needed)
+        line["seeds_needed"] = f"needs more than {text[1:]}" if text.startswith(">") else f"needs about {text}"
     return line
 
 

@@ -64,7 +64,7 @@ def run(scale: str, names: Sequence[str] = ()) -> float:
 def _number(text: str) -> float:
     """The seed count in a scorecard's ``seeds_needed`` text ("4", ">1000", "needs about 87"); ``nan`` if none."""
     words = str(text).replace("needs about", "").strip()
-    if words.startswith(">"):
+    if words.startswith((">", "needs more than")):
         return float("inf")
     return float(words) if words.isdigit() else float("nan")
 

@@ -217,7 +217,8 @@ POOLING_RULE = (
 )
 FDR_RULE = (
     "Benjamini-Hochberg q-values over the p-values of every tested claim in the book (cost claims and claims not "
-    "run excluded); a verdict stands at a 5% false discovery rate when its q <= 0.05, else it reads inconclusive. "
+    "run, claims at the floor and claims described, not tested, excluded); a verdict stands at a 5% false "
+    "discovery rate when its q <= 0.05, else it reads inconclusive. "
     "A word that states a size beside the direction (reproduced but smaller than claimed, larger than claimed) "
     "needs both tests, and so does 'opposite' (below 0 and beyond the margin); where the size does not stand, the "
     "direction alone is put to the same procedure (its p in place of the claim's) and reads 'the paper's "
@@ -425,7 +426,9 @@ EVERY_RULE = (
     "(the same as Holm's first step, which is all 'any' needs): 'opposite' when that comparison lies below -m by "
     "the same correction, 'the opposite direction, size undecided' when only its mean does, 'opposite, within the "
     "margin' when its mean lies inside it; inconclusive otherwise; the line shows the comparison that decides (the "
-    "weakest when reproduced or inconclusive, the opposite one when opposite)."
+    "weakest when reproduced or inconclusive, the opposite one when opposite) with that comparison's own 95% "
+    "interval, before the correction: the word is decided by the corrected test, so it can be weaker than that "
+    "interval alone would read."
 )
 BEST_OF_RULE = (
     "'The best of several settings beats the reference' claims: each setting's difference from the reference, "
