@@ -121,7 +121,7 @@ def primary_table(card: pd.DataFrame) -> str:
     verdict with longer training and the trend (``claims.TREND_RULE``; "not run" where the chapter has no longer runs
     yet)."""
     rows = [
-        "| paper | primary claim | verdict at 5% FDR | this book (mean Δ per seed) | paper | longer training: verdict; trend |",
+        "| paper | primary claim | verdict at 5% FDR | this book (mean Δ per seed) | the paper's value | longer training: verdict; trend |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for _, line in card[card["primary"]].iterrows():
