@@ -162,28 +162,27 @@ def test_equivalence_and_non_inferiority_verdicts():
     assert judge(d1, {d1.better: ref})["verdict"] == "not run"
 
 
+def _one_candidate_ahead(claim):
+    """A two-candidate claim's runs: the reference, one candidate level with it, the other well above it."""
+    low, best = claim.candidates
+    return {
+        claim.reference: _records([0.30, 0.31, 0.32], claim.metric),
+        low: _records([0.29, 0.30, 0.31], claim.metric),
+        best: _records([0.40, 0.42, 0.41], claim.metric),
+    }
+
+
 def test_d7_needs_every_lambda1_and_d10_in1k_covered_the_best_one():
     """D7 (Supp G: every lambda1 <= 0.9 beats L_vl alone) needs both candidates above lambda1 = 0; D10_in1k_covered
     (the better of lambda2 in {0, 1} beats 5) is a best-of claim and names the best."""
     claim = next(c for c in chapter.CLAIMS if c.id == "D7_covered")
-    key = claim.metric
-    low, best = claim.candidates
-    results = {
-        claim.reference: _records([0.30, 0.31, 0.32], key),
-        low: _records([0.29, 0.30, 0.31], key),
-        best: _records([0.40, 0.42, 0.41], key),
-    }
+    results = _one_candidate_ahead(claim)
     assert judge(claim, results)["verdict"] != "reproduced"  # lambda1 = 0.3 does not beat 0
-    results[low] = _records([0.35, 0.37, 0.36], key)
+    results[claim.candidates[0]] = _records([0.35, 0.37, 0.36], claim.metric)
     assert judge(claim, results)["verdict"] == "reproduced"
     best_of = next(c for c in chapter.CLAIMS if c.id == "D10_in1k_covered")
-    key = best_of.metric
-    low, best = best_of.candidates
-    results = {
-        best_of.reference: _records([0.30, 0.31, 0.32], key),
-        low: _records([0.29, 0.30, 0.31], key),
-        best: _records([0.40, 0.42, 0.41], key),
-    }
+    best = best_of.candidates[1]
+    results = _one_candidate_ahead(best_of)
     line = judge(best_of, results)
     assert line["verdict"] == "reproduced" and best.label in line["book_value"]
     d4 = next(c for c in chapter.CLAIMS if c.id == "D4")

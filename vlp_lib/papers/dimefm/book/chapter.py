@@ -53,6 +53,7 @@ from vlp_lib.book.claims import (  # noqa: F401 (interaction_differences: the ch
     interaction_differences,
     judge_stored,
     rank_correlations,
+    untrained_records,
     with_longer_claims,
 )
 from vlp_lib.book.claims import claims_table as _claims_table
@@ -828,12 +829,10 @@ def with_coverage_metrics(records: list[dict]) -> list[dict]:
     the held-out colours reads them (the stored untrained record has the per-colour scores, not their means)."""
     for record in records:
         _add_coverage(record["metrics"])
-        if record.get("kind") == runs.UNTRAINED_KIND or HELD_OUT_ZS not in record["metrics"] or "config" not in record:
+        if record.get("kind") == runs.UNTRAINED_KIND or HELD_OUT_ZS not in record["metrics"]:
             continue
-        if UNTRAINED_ATTACHED not in record:
-            before = runs.load(runs.UNTRAINED_KIND, record["config"], paper=record.get("scope"))
-            if before is not None:
-                record[UNTRAINED_ATTACHED] = {**before, "metrics": _add_coverage(dict(before["metrics"]))}
+        if UNTRAINED_ATTACHED not in record and (before := untrained_records([record])) is not None:
+            record[UNTRAINED_ATTACHED] = {**before[0], "metrics": _add_coverage(dict(before[0]["metrics"]))}
     return records
 
 
