@@ -137,3 +137,16 @@ def test_every_iclip_notebook_shows_its_claims_and_all_reach_the_scorecard():
         assert f'claims_table(results, notebook="{name}"' in "".join("".join(c["source"]) for c in cells)
         shown |= set(chapter.claims_table({}, notebook=name).index)
     assert shown == card_ids == {c.id for c in chapter.CLAIMS}
+
+
+def test_the_primary_claim_is_judged_again_on_every_share_trained_longer():
+    """``longer``: CLIP and every share at ``LONGER`` times their epochs (3x: the claim reads ten rows); the book's
+    rows keep their configs."""
+    claim = next(c for c in chapter.CLAIMS if c.id == chapter.PRIMARY)
+    assert chapter.PRIMARY in chapter.LONGER_IDS and chapter.LONGER >= 3
+    long_claim = claim.mapped(chapter.longer)
+    assert len(long_claim.rows()) == len(claim.rows()) == len(chapter.RATIOS) + 1
+    for short, long in zip(claim.rows(), long_claim.rows()):
+        a, b = chapter.config(short, "laptop").to_dict(), chapter.config(long, "laptop").to_dict()
+        assert b["epochs"] == chapter.LONGER * a["epochs"] and b["method_kwargs"] == a["method_kwargs"]
+    assert chapter.config(chapter.CLIP, "laptop").to_dict()["epochs"] == chapter.CHAPTER_SCALES["laptop"]["unit_epochs"]

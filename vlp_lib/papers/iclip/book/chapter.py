@@ -201,14 +201,15 @@ def context_length(data: Data) -> int:
 @dataclass(frozen=True)
 class Row:
     """One trained setting: ``method`` "clip", "iclip" or "unicl"; ``ratio`` r (class rows per batch);
-    ``definitions``: iCLIP's class texts with the dictionary definition; ``full``: "full IN-21K" (``FULL_FACTOR``).
-    Rows that train the same thing are equal whatever their labels."""
+    ``definitions``: iCLIP's class texts with the dictionary definition; ``full``: "full IN-21K" (``FULL_FACTOR``);
+    ``units``: its epochs times this (``longer``). Rows that train the same thing are equal whatever their labels."""
 
     label: str = field(compare=False)
     method: str
     ratio: float = 0.0
     definitions: bool = True
     full: bool = False
+    units: float = 1.0
 
     def method_kwargs(self, class_images: int, class_data: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The row's method arguments: the world's class-only view of ``class_images`` (twice that when ``full``), or
@@ -245,6 +246,8 @@ def config(row: Row, scale: str = "laptop", seed: int = 0, data: Data = WORLD) -
     scale_defaults(scale)
     sizes = CHAPTER_SCALES[scale]
     epochs = sizes["unit_epochs"] * (FULL_FACTOR["epochs"] if row.full else 1)
+    if row.units != 1:  # the book's rows keep their epochs exactly as they were (a run's key)
+        epochs = epochs * row.units
     pairs = sizes["train_size"] if data.is_world else _count_pairs(data.train_data)
     steps = int(epochs * (pairs // sizes["batch_size"]))
     on_data = {} if data.is_world else {"train_data": data.train_data}
@@ -614,6 +617,30 @@ CLAIMS: list[Claim] = declare(_claims(), KNOBS)
 PRIMARY = "I1_zs"
 CLAIM_NOTEBOOKS = tuple(dict.fromkeys(c.notebook for c in CLAIMS))
 RULES: list[str] = [EVERY_RULE]
+# Two training lengths (the trend a reader needs before extrapolating): the primary claim's rows, CLIP and iCLIP at
+# every share, again at LONGER times their epochs on the same seeds. 3x, not 4x: the claim reads ten rows (every share
+# and CLIP), and at 4x they alone would take about 85 minutes on the book's machine (3x: about 62).
+LONGER = 3
+LONGER_IDS = ("I1_zs", "I1_ir", "I1_tr")  # the claims on those rows
+
+
+def longer(row: Row) -> Row:
+    """``row`` trained ``LONGER`` times as long (``claims.with_longer``)."""
+    return replace(row, units=row.units * LONGER)
+
+
+def compared_claims() -> list[Claim]:
+    """``CLAIMS`` and the claims of ``LONGER_IDS`` on their longer rows: whose references get an untrained network."""
+    return [*CLAIMS, *(c.mapped(longer) for c in CLAIMS if c.id in LONGER_IDS)]
+
+
+def untrained_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], data: Data = WORLD) -> dict[Row, list[dict]]:
+    """The untrained network (``experiment.untrained``: the run's config before any step) of each of ``rows`` that a
+    claim compares with, at either length (``compared_claims``), every seed: what the learning check and the pages'
+    gain over the untrained network read."""
+    skipped = skipped_rows(rows, data)
+    kept = [r for r in rows if r not in skipped]
+    return plan.untrained_references(compared_claims(), kept, _config_on(data), scale, seeds)
 
 
 def claims_on_data(cfg: RunConfig, skipped: Mapping[Row, str] | None = None) -> list[Claim]:
@@ -642,12 +669,14 @@ def claims_table(
     """The claims shown by ``notebook`` (all with ``None``) judged on a notebook's ``{row: records}``, as they read on
     the data of ``cfg`` (``claims_on_data``; ``None``: the world)."""
     claims = CLAIMS if cfg is None else claims_on_data(cfg, skipped)
-    return _claims_table(claims, results, "iCLIP", notebook)
+    return _claims_table(claims, results, "iCLIP", notebook, longer=longer, longer_ids=LONGER_IDS, factor=LONGER)
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Every claim judged on the results store at ``scale`` (the scale's default seeds, or ``seeds``; trains nothing)."""
-    return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), "iCLIP")
+    return judge_stored(
+        CLAIMS, lambda row: stored(row, scale, seeds), "iCLIP", longer=longer, longer_ids=LONGER_IDS, factor=LONGER
+    )
 
 
 def claim_configs(claim: Claim, scale: str = "laptop", seed: int = 0) -> dict[Any, RunConfig]:
