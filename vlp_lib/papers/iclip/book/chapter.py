@@ -44,7 +44,7 @@ import pandas as pd
 from vlp_lib import experiment
 from vlp_lib.book import data as book_data
 from vlp_lib.book import plan
-from vlp_lib.book.claims import EVERY_RULE, Claim, declare, judge_stored
+from vlp_lib.book.claims import EVERY_RULE, Claim, declare, judge_stored, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.config import as_list, scale_defaults
@@ -631,7 +631,7 @@ def longer(row: Row) -> Row:
 
 def compared_claims() -> list[Claim]:
     """``CLAIMS`` and the claims of ``LONGER_IDS`` on their longer rows: whose references get an untrained network."""
-    return [*CLAIMS, *(c.mapped(longer) for c in CLAIMS if c.id in LONGER_IDS)]
+    return with_longer_claims(CLAIMS, longer, LONGER_IDS)
 
 
 def untrained_rows(rows: Sequence[Row], scale: str, seeds: Sequence[int], data: Data = WORLD) -> dict[Row, list[dict]]:
