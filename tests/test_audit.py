@@ -122,6 +122,14 @@ def test_a_claim_whose_reference_has_not_learned_is_at_the_floor_and_leaves_the_
     assert np.isnan(card["q"].iloc[0]) and len(report.tested_claims(card)) == 1
 
 
+def test_a_sweeps_reference_is_the_end_of_the_grid_its_verdict_compares_with():
+    """iCLIP's I2_zs compares r = 0.5 with r = 0.9, not with the grid's first setting: r = 0.9's learning is checked."""
+    grid = (("0.1", "r1"), ("0.5", "r5"), ("0.9", "r9"))
+    claim = replace(_claim(), kind="sweep", better=None, reference=None, grid=grid, paper_best="0.5", endpoint="0.9")
+    assert claim.pairs() == [("r5", "r9")]
+    assert claim.mapped(lambda row: row + "x3").pairs() == [("r5x3", "r9x3")]
+
+
 def test_a_reference_without_a_stored_untrained_network_is_not_judged_on_it():
     results = {"a": _records({0: 0.3, 1: 0.31}, None), "b": _records({0: 0.2, 1: 0.21}, None)}
     line = claims.judge(_claim(), results, "ToyCLIP")

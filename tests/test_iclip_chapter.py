@@ -140,7 +140,7 @@ def test_every_iclip_notebook_shows_its_claims_and_all_reach_the_scorecard():
 
 
 def test_the_primary_claim_is_judged_again_on_every_share_trained_longer():
-    """``longer``: CLIP and every share at ``LONGER`` times their epochs (3x: the claim reads ten rows); the book's
+    """``longer``: CLIP and every share at ``LONGER`` times their epochs (3x: the claim reads six rows); the book's
     rows keep their configs."""
     claim = next(c for c in chapter.CLAIMS if c.id == chapter.PRIMARY)
     assert chapter.PRIMARY in chapter.LONGER_IDS and chapter.LONGER >= 3

@@ -187,9 +187,9 @@ class Claim:
             plus = [row for sign, row, _ in self.terms if sign > 0]
             minus = [row for sign, row, _ in self.terms if sign < 0]
             return list(zip(plus, minus))
-        if self.kind == "sweep":
-            rows = [row for _, row in self.grid]
-            return [(row, rows[0]) for row in rows[1:]]
+        if self.kind == "sweep":  # the verdict compares the paper's best setting with the named end of the grid
+            per_setting = dict(self.grid)
+            return [(per_setting[self.paper_best], per_setting[self.endpoint])]
         if self.kind in ("every", "best_of"):
             if self.better is not None:
                 return [(self.better, c) for c in self.candidates]

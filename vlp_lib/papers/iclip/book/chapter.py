@@ -618,8 +618,9 @@ PRIMARY = "I1_zs"
 CLAIM_NOTEBOOKS = tuple(dict.fromkeys(c.notebook for c in CLAIMS))
 RULES: list[str] = [EVERY_RULE]
 # Two training lengths (the trend a reader needs before extrapolating): the primary claim's rows, CLIP and iCLIP at
-# every share, again at LONGER times their epochs on the same seeds. 3x, not 4x: the claim reads ten rows (every share
-# and CLIP), and at 4x they alone would take about 85 minutes on the book's machine (3x: about 62).
+# every share, again at LONGER times their epochs on the same seeds. 3x, not 4x: the claim reads six rows (CLIP and the
+# five shares) on three seeds; at 3x those 18 runs took 43 minutes on the book's machine (2026-11-29, about 145 s a
+# run), and at 4x they would take about 58.
 LONGER = 3
 LONGER_IDS = ("I1_zs", "I1_ir", "I1_tr")  # the claims on those rows
 
