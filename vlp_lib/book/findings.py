@@ -171,14 +171,15 @@ def chapter_text(card: pd.DataFrame, paper: str) -> str:
     text += "."
     floor = int((part["verdict_fdr"] == report.FLOOR).sum())
     if floor:  # a claim whose reference has not learned is neither tested nor a cost: the count says where it went
-        text += f" {floor} of the {len(part)} claims are at the floor (their reference has not learned), untested."
+        verb = "is" if floor == 1 else "are"
+        text += f" {floor} of the {len(part)} claims {verb} at the floor (their reference has not learned), untested."
     not_run = int((part["verdict_fdr"] == report.NOT_RUN).sum())
     if not_run:
         text += f" {not_run} not run."
     described = int((part["verdict_fdr"] == report.DESCRIBED).sum())
     if described:
         text += (
-            f" {described} are described, not tested (evaluations that are not replicates, or fewer seeds than a "
+            f" {described} {'is' if described == 1 else 'are'} described, not tested (evaluations that are not replicates, or fewer seeds than a "
             "test could decide on)."
         )
     primary = part[part["primary"]]
