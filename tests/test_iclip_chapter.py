@@ -3,6 +3,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from vlp_lib.book import claims as claim_lib
@@ -150,3 +151,43 @@ def test_the_primary_claim_is_judged_again_on_every_share_trained_longer():
         a, b = chapter.config(short, "laptop").to_dict(), chapter.config(long, "laptop").to_dict()
         assert b["epochs"] == chapter.LONGER * a["epochs"] and b["method_kwargs"] == a["method_kwargs"]
     assert chapter.config(chapter.CLIP, "laptop").to_dict()["epochs"] == chapter.CHAPTER_SCALES["laptop"]["unit_epochs"]
+
+
+def _iclip_record(seed: int, class_losses: list[float]) -> dict:
+    return {"config": {"seed": seed, "method": "iclip"}, "history": [{"loss_cls": v} for v in class_losses]}
+
+
+def test_the_class_loss_table_names_the_seeds_whose_class_loss_ended_at_chance():
+    """L_cls at the end of training (the mean over the last tenth of logged steps) beside ln 24: a seed within 0.1 of
+    a uniform guess's loss has not trained the idea under test; CLIP has no class loss and no line."""
+    chance = float(np.log(24))
+    assert chapter.class_count(chapter.WORLD) == 24
+    falling = [3.2 - 0.01 * i for i in range(100)]  # ends near 2.2: trained
+    flat = [chance + 0.02 * (-1) ** i for i in range(100)]  # stays at chance
+    assert chapter.final_class_loss([_iclip_record(0, falling)]) == pytest.approx([np.mean(falling[-10:])])
+    results = {
+        chapter.CLIP: [{"config": {"seed": 0, "method": "clip"}, "history": [{"loss": 1.0}]}],
+        chapter.SWEEP[0.1]: [_iclip_record(0, falling), _iclip_record(1, flat)],
+        chapter.longer(chapter.SWEEP[0.1]): [_iclip_record(0, falling), _iclip_record(1, falling)],
+    }
+    table = chapter.class_loss_table(results, list(results))
+    assert list(table.index) == ["iCLIP r = 0.1", "iCLIP r = 0.1, 3x as long"]
+    assert table.loc["iCLIP r = 0.1", "at chance"] == "1 of 2" and table.iloc[1]["at chance"] == "0 of 2"
+    assert table.loc["iCLIP r = 0.1", "seed 1"] == f"{np.mean(flat[-10:]):.2f}"
+    with pytest.raises(ValueError, match="loss_cls"):
+        chapter.final_class_loss([{"config": {"method": "iclip"}, "history": [{"loss": 1.0}]}])
+
+
+def test_share_gains_pair_each_share_with_clip_at_both_lengths():
+    metric = chapter.IN1K
+    clip = [0.20, 0.22, 0.21]
+    results = {
+        chapter.CLIP: _records(clip, metric),
+        chapter.SWEEP[0.5]: _records([v + 0.05 for v in clip], metric),
+        chapter.longer(chapter.CLIP): _records([v + 0.10 for v in clip], metric),
+        chapter.longer(chapter.SWEEP[0.5]): _records([v + 0.08 for v in clip], metric),
+    }
+    table = chapter.share_gains(results, [chapter.CLIP, chapter.SWEEP[0.5], chapter.SWEEP[0.9]], {"IN-1K": metric})
+    assert list(table.index) == [0.5, 0.9]  # CLIP is the reference, not a row
+    assert table.loc[0.5, "IN-1K, 1x"].startswith("+5.0 [") and table.loc[0.5, "IN-1K, 3x"].startswith("-2.0 [")
+    assert table.loc[0.9, "IN-1K, 1x"] == "not run"

@@ -201,14 +201,18 @@ def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int], note: str = "
     """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the chapter's own ``note`` (one
     sentence, ``Chapter.headline_note``; none when empty), the seeds, and where the runs' configuration and the rules
     are stated. The clause on cost claims (judged as costs, outside the false-discovery-rate family) only where the
-    chapter has cost claims: elsewhere it would name verdicts the page does not have."""
+    chapter has cost claims, and the one on the verdict trained longer (judged alone) only where the primary claim has
+    one: elsewhere they would name verdicts the page does not have."""
     part = card[card["paper"] == paper]
     costs = part["verdict_fdr"].isin(report.COST_VERDICTS).any()
-    family = (
-        "every word is the verdict at a 5% false discovery rate across the book but a cost's, which is judged as a "
-        "cost, outside that family"
-        if costs
-        else "every word is the verdict at a 5% false discovery rate across the book"
+    primary = part[part["primary"]]
+    longer = len(primary) > 0 and _longer(primary.iloc[0]) != "not run"
+    outside = [
+        *(["a cost's (judged as a cost)"] if costs else []),
+        *(["the verdict trained longer (judged alone)"] if longer else []),
+    ]
+    family = "every word is the verdict at a 5% false discovery rate across the book" + (
+        f", except {' and '.join(outside)}, outside that family" if outside else ""
     )
     decided = _decided_lines(part)  # one line each: a paragraph of twenty claims is not read
     listed = (
