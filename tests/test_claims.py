@@ -3,12 +3,13 @@ evaluation noise, and the statistics behind them (vlp_lib.book.stats), each agai
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from vlp_lib.book import claims, stats
+from vlp_lib.book import claims, report, stats
 
 
 def _records(values, metric="m", config=None):
@@ -155,3 +156,9 @@ def test_a_run_read_under_two_labels_enters_the_pool_once():
     by_hand = [{**r, "config_hash": None} for r in rows["a"]]  # records without hashes: no way to tell, all count
     table, spanned = claims.pooled_table({**rows, "a again": by_hand}, list(rows), "m", [0, 1, 2])
     assert len(spanned) == 4 and table.df == 6
+
+
+def test_an_every_claims_count_names_its_words_and_never_calls_larger_a_reproduction():
+    tests = [SimpleNamespace(verdict=w) for w in (report.LARGER, report.REPRODUCED, report.LARGER, "inconclusive")]
+    assert claims.settings_count(tests) == "3 of 4 in the paper's direction (1 reproduced + 2 larger than claimed)"
+    assert claims.settings_count(tests[3:]) == "0 of 1 in the paper's direction"

@@ -59,7 +59,9 @@ def test_every_share_claim_needs_all_comparisons_and_shows_the_weakest():
         {row: _records([0.20 + i / 100, 0.21 + i / 100, 0.225 + i / 100], m) for i, row in enumerate(claim.candidates)}
     )
     line = claim_lib.judge(claim, results, "iCLIP")
-    assert line["verdict"] == "reproduced" and line["book_value"].startswith("5 of 5 reproduced; weakest iCLIP r = 0.1")
+    assert line["verdict"] == "reproduced" and line["book_value"].startswith(
+        "5 of 5 in the paper's direction (5 reproduced); weakest iCLIP r = 0.1"
+    )
     results[chapter.SWEEP[0.9]] = _records([0.05, 0.06, 0.07], m)  # one share below CLIP in every seed
     assert claim_lib.judge(claim, results, "iCLIP")["verdict"] == "opposite"
     del results[chapter.SWEEP[0.9]]

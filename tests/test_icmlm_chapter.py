@@ -113,7 +113,9 @@ def test_icmlm_beats_every_tp_claim_reads_each_comparison():
         {row: _records([0.20 + i / 100, 0.205 + i / 100, 0.22 + i / 100], m) for i, row in enumerate(claim.candidates)}
     )
     line = claim_lib.judge(claim, results, "ICMLM")
-    assert line["verdict"] == "reproduced" and line["book_value"].startswith("3 of 3 reproduced; weakest TP_Cluster")
+    assert line["verdict"] == "reproduced" and line["book_value"].startswith(
+        "3 of 3 in the paper's direction (3 reproduced); weakest TP_Cluster"
+    )
     results[chapter.TP_POSTAG] = _records([0.40, 0.41, 0.42], m)  # one TP above ICMLM in every seed
     assert claim_lib.judge(claim, results, "ICMLM")["verdict"] == "opposite"
 

@@ -657,12 +657,18 @@ def _judge_every(
     if claim.kind == "best_of" and claim.better is None:
         line["book_value"] += f" (best: {_label(rows[decides])}; Bonferroni over {len(rows)})"
         return _mark(line, test)
-    reproduced = sum(t.verdict in HOLDS for t in tests)
     what = "the opposite one" if verdict in AGAINST else "weakest"
-    line["book_value"] = (
-        f"{reproduced} of {len(tests)} reproduced; {what} {_label(rows[decides])}: {line['book_value']}"
-    )
+    line["book_value"] = f"{settings_count(tests)}; {what} {_label(rows[decides])}: {line['book_value']}"
     return _mark(line, test)
+
+
+def settings_count(tests: Sequence[Any]) -> str:
+    """How many of an "every" claim's comparisons, each judged alone, hold in the paper's direction, and by which
+    words ("4 of 5 in the paper's direction (1 reproduced + 3 larger than claimed)"): *larger than claimed* is the
+    paper's direction, not its reproduction, so the count never calls it one."""
+    words = [t.verdict for t in tests if t.verdict in HOLDS]
+    shown = " + ".join(f"{words.count(w)} {w}" for w in HOLDS if w in words)
+    return f"{len(words)} of {len(tests)} in the paper's direction" + (f" ({shown})" if shown else "")
 
 
 def _judge_sweep(

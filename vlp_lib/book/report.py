@@ -428,7 +428,8 @@ EVERY_RULE = (
     "margin' when its mean lies inside it; inconclusive otherwise; the line shows the comparison that decides (the "
     "weakest when reproduced or inconclusive, the opposite one when opposite) with that comparison's own 95% "
     "interval, before the correction: the word is decided by the corrected test, so it can be weaker than that "
-    "interval alone would read."
+    "interval alone would read. The count before it (\"4 of 5 in the paper's direction (1 reproduced + 3 larger than "
+    "claimed)\") says how many comparisons, each judged alone, hold the paper's direction, and by which word."
 )
 BEST_OF_RULE = (
     "'The best of several settings beats the reference' claims: each setting's difference from the reference, "
