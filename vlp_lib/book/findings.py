@@ -172,7 +172,8 @@ def chapter_text(card: pd.DataFrame, paper: str) -> str:
     floor = int((part["verdict_fdr"] == report.FLOOR).sum())
     if floor:  # a claim whose reference has not learned is neither tested nor a cost: the count says where it went
         verb = "is" if floor == 1 else "are"
-        text += f" {floor} of the {len(part)} claims {verb} at the floor (their reference has not learned), untested."
+        whose = "its" if floor == 1 else "their"
+        text += f" {floor} of the {len(part)} claims {verb} at the floor ({whose} reference has not learned), untested."
     not_run = int((part["verdict_fdr"] == report.NOT_RUN).sum())
     if not_run:
         text += f" {not_run} not run."
