@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from vlp_lib import experiment, runs
@@ -26,7 +27,7 @@ def test_every_variant_builds_a_valid_config_at_every_scale(scale):
         assert chapter.trained_samples(config.to_dict()) == (
             unit * sizes["episode_size"] if variant.method != "icmlm" else (unit - unit // 2) * sizes["episode_size"]
         )
-        # the common setting: one world, batch, lr, evaluation; the image tower's size only where it must differ
+        # the common setting: one world, resolution, batch, lr and evaluation (a claim differs only in its idea)
         assert (config.train_size, config.train.batch_size, config.train.lr) == (
             sizes["train_size"],
             sizes["batch_size"],
@@ -34,9 +35,7 @@ def test_every_variant_builds_a_valid_config_at_every_scale(scale):
         )
         assert list(config.eval.tasks) == chapter.EVAL_TASKS
         assert config.context_length == (lineup.CONTEXT_LENGTH if variant.text_tower else lineup.IMAGE_ONLY_CONTEXT)
-        assert config.image_size == (
-            max(sizes["image_size"], chapter.IMAGE_ONLY_SIZE) if not variant.text_tower else sizes["image_size"]
-        )
+        assert config.image_size == sizes["image_size"]
         if variant.method == "icmlm":  # its TP_Postag start: the other half of its samples
             init = config.method_args.init
             assert init.method == "tp" and chapter.trained_samples(init.to_dict()) == unit // 2 * sizes["episode_size"]
@@ -272,6 +271,61 @@ def test_claims_are_judged_on_stored_records(monkeypatch):
         points.loc[("PyramidCLIP", "equal samples"), "samples"]
         == 2 * points.loc[("PyramidCLIP", "equal seconds"), "samples"]
     )
+
+
+def test_every_equal_samples_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path):
+    seeds = [0, 1, 2, 3, 4]
+    _fake_store(monkeypatch)
+    lines = {line["id"]: line for line in chapter.claims("smoke", seeds)}
+    assert set(chapter.LONGER_IDS) == {i for i in lines if i.endswith("_samples")} and chapter.LONGER >= 3
+    assert lines["H_protoclip_samples"]["verdict_longer"].startswith(f"at {chapter.LONGER}x: reproduced (")
+    assert lines["H_protoclip_samples"]["verdict_longer"].endswith("; holds")
+    assert all(lines[i]["verdict_longer"] == "" for i in lines if i.endswith("_seconds"))  # timed: not run longer
+    # the longer rows are the same variants at LONGER times the equal samples, the reference CLIP's
+    assert chapter.longer(Row(CLIP)) == Row(CLIP, "samples", float(chapter.LONGER))
+    assert chapter.resolve(chapter.longer(Row("protoclip")), "laptop", None) == Run("protoclip", 10 * chapter.LONGER)
+    with pytest.raises(ValueError, match="equal-samples"):
+        chapter.longer(Row("protoclip", "seconds"))
+    # the page's table, sentence and figure read the same lines
+    rows = {row for claim in chapter.compared_claims() for row in claim.rows()}
+    calibration = chapter.stored_calibration("smoke", seeds)
+    results = {row: chapter.stored(row, "smoke", seeds, calibration) for row in rows}
+    claims = chapter.claims_table(results, notebook="headtohead").assign(verdict_fdr=lambda t: t["verdict"])
+    table = chapter.lengths_table(claims)
+    assert list(table.index) == list(chapter.LONGER_IDS)
+    assert (
+        table.loc["H_protoclip_samples", f"at {chapter.LONGER}x: verdict (value); trend"]
+        == (lines["H_protoclip_samples"]["verdict_longer"])
+    )
+    assert "holds: ProtoCLIP" in chapter.trend_summary(claims)
+    long_lines = chapter.longer_lines(results)
+    assert long_lines.loc["H_protoclip_samples", "verdict"] == "reproduced"
+    assert long_lines.loc["H_protoclip_samples", "book_value"] in lines["H_protoclip_samples"]["verdict_longer"]
+    fig = chapter.lengths_figure(claims, long_lines, tmp_path / "two_lengths.png")
+    assert (tmp_path / "two_lengths.png").exists() and len(fig.axes[0].get_yticklabels()) == len(chapter.LONGER_IDS)
+
+
+def test_an_equal_seconds_claim_is_judged_only_within_five_percent(monkeypatch):
+    # PyramidCLIP at 2.6 times CLIP per sample: CLIP's 2 episodes buy it 1 (0.77, rounded), which takes 1.3 times
+    # CLIP's seconds: outside the rule's 5%, so not judged and out of the tested claims (and of the FDR family)
+    monkeypatch.setitem(RATES, "pyramidclip", 2.6)
+    _fake_store(monkeypatch)
+    lines = {line["id"]: line for line in chapter.claims("smoke", [0, 1, 2, 3, 4])}
+    line = lines["H_pyramidclip_seconds"]
+    assert line["verdict"] == report.UNEQUAL_SECONDS and np.isnan(line["p"])
+    assert line["book_value"].endswith("(at 1.30x the reference's seconds)")
+    assert lines["H_protoclip_seconds"]["book_value"].endswith("(at 1.00x the reference's seconds)")
+    assert lines["H_protoclip_seconds"]["verdict"] == "reproduced"
+    card = report.with_fdr(pd.DataFrame(list(lines.values())).assign(primary=False))
+    assert "H_pyramidclip_seconds" not in set(report.tested_claims(card)["id"])
+    assert "not judged (seconds more than 5% apart): PyramidCLIP" in chapter.verdict_summary(
+        card.set_index("id"), "seconds"
+    )
+    seconds = {row: chapter.stored(row, "smoke", [0, 1]) for row in (Row(CLIP), Row("pyramidclip", "seconds"))}
+    calibration = chapter.stored_calibration("smoke", [0, 1])
+    table = chapter.seconds_table(seconds, calibration, [CLIP, "pyramidclip"])
+    assert table.loc[("PyramidCLIP", "equal seconds"), "x CLIP's seconds"] == "1.30"
+    assert table.loc[("PyramidCLIP", "equal seconds"), "judged at equal seconds"] == "no: outside ±5%"
 
 
 def test_without_runs_every_claim_reaches_the_scorecard_as_not_run():

@@ -67,7 +67,9 @@ from vlp_lib.book.report import (
     NO_EFFECT_MARGIN,
     NOT_RUN,
     SCORECARD_COLUMNS,
+    SECONDS_TOLERANCE,
     SEED_BUDGET,
+    UNEQUAL_SECONDS,
     PairedTest,
     best_of_test,
     equivalence_verdict,
@@ -173,6 +175,9 @@ class Claim:
     pool: str = ""
     knobs: tuple[str, ...] = ()
     declared: tuple[tuple[str, str], ...] = ()
+    # a comparison at equal training seconds: judged only when its runs' seconds are equal (report.EQUAL_SECONDS_RULE);
+    # its rows' records carry ``seconds`` (the training seconds, ``lineup.variant_record``)
+    equal_seconds: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -807,7 +812,24 @@ def judge(
     line["reference_learned"], learned = reference_learning(claim, results)
     if learned is False and line["verdict"] not in COST_VERDICTS:
         line.update(verdict=FLOOR, p=float("nan"), p_direction=float("nan"))
+    if claim.equal_seconds:
+        ratio = seconds_ratio(claim, results)
+        line["book_value"] = f"{line['book_value']} (at {ratio:.2f}x the reference's seconds)"
+        if abs(ratio - 1.0) > SECONDS_TOLERANCE and line["verdict"] != FLOOR:
+            line.update(verdict=UNEQUAL_SECONDS, p=float("nan"), p_direction=float("nan"))
     return line
+
+
+def seconds_ratio(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> float:
+    """The training seconds of an equal-seconds ``claim``'s runs over its reference's: the mean over seeds of the
+    records' ``seconds``, the claimed rows' over the reference rows' (``Claim.pairs``; the one furthest from 1 where
+    there are several): what ``report.EQUAL_SECONDS_RULE`` reads."""
+    ratios = [
+        float(np.mean([r["seconds"] for r in results[better]]))
+        / float(np.mean([r["seconds"] for r in results[reference]]))
+        for better, reference in claim.pairs()
+    ]
+    return max(ratios, key=lambda r: abs(r - 1.0))
 
 
 def _judge(

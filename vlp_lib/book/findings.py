@@ -64,6 +64,7 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
     for word in report.COST_VERDICTS:
         out[f"cost: {word}"] = card[card["verdict_fdr"] == word].groupby("paper").size()
     out["at the floor"] = card[card["verdict_fdr"] == report.FLOOR].groupby("paper").size()  # reference not learned
+    out["unequal seconds"] = card[card["verdict_fdr"] == report.UNEQUAL_SECONDS].groupby("paper").size()
     out["described, not tested"] = card[card["verdict_fdr"] == report.DESCRIBED].groupby("paper").size()
     out["not run"] = card[card["verdict_fdr"] == report.NOT_RUN].groupby("paper").size()
     out = out.fillna(0).astype(int)
@@ -88,11 +89,17 @@ def counts_text(card: pd.DataFrame) -> str:
     costs = card[card["verdict_fdr"].isin(report.COST_VERDICTS)]
     not_run = int((card["verdict_fdr"] == report.NOT_RUN).sum())
     described = int((card["verdict_fdr"] == report.DESCRIBED).sum())
+    unequal = int((card["verdict_fdr"] == report.UNEQUAL_SECONDS).sum())
     share = f"{100 * len(decided) / max(len(tested), 1):.0f}%"
     text = (
         f"The scorecard holds {len(card)} claims: the five papers', the head to head's and the real drawings'; "
         f"{len(tested)} of them are tested, {len(costs)} are cost claims"
         + (f", {described} are described without a test" if described else "")
+        + (
+            f", {unequal} equal-seconds claims are not judged (their runs' seconds differ by more than 5%)"
+            if unequal
+            else ""
+        )
         + (f" and {not_run} are not run" if not_run else "")
         + f". Judged one by one, {decided_alone} are decided; with the false discovery rate held at 5% across the "
         f"book, {len(decided)} ({share} of the tested): {_count_words(decided['verdict_fdr'], WORD_ORDER)}. The other "
@@ -174,6 +181,12 @@ def chapter_text(card: pd.DataFrame, paper: str) -> str:
         verb = "is" if floor == 1 else "are"
         whose = "its" if floor == 1 else "their"
         text += f" {floor} of the {len(part)} claims {verb} at the floor ({whose} reference has not learned), untested."
+    unequal = int((part["verdict_fdr"] == report.UNEQUAL_SECONDS).sum())
+    if unequal:
+        text += (
+            f" {unequal} equal-seconds {'claim is' if unequal == 1 else 'claims are'} not judged: "
+            f"{'its runs' if unequal == 1 else 'their runs'} took seconds more than 5% apart."
+        )
     not_run = int((part["verdict_fdr"] == report.NOT_RUN).sum())
     if not_run:
         text += f" {not_run} not run."

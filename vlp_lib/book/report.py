@@ -153,6 +153,16 @@ DESCRIBED = "described, not tested"
 # A claim whose reference has not learned compares models that have not learned: no verdict on the idea (LEARNED_RULE)
 FLOOR = "floor: the reference has not learned"
 LEARNED_LEVEL = 0.05
+# An equal-seconds claim whose runs did not take equal seconds compares budgets, not ideas (EQUAL_SECONDS_RULE)
+UNEQUAL_SECONDS = "not judged: unequal seconds"
+SECONDS_TOLERANCE = 0.05
+EQUAL_SECONDS_RULE = (
+    "An equal-seconds claim is judged only when its runs took equal seconds: the mean training seconds of the claimed "
+    "runs over the reference's (the ratio the claim's value states) within ±5%. Outside it the claim reads 'not "
+    "judged: unequal seconds' whatever its difference, and leaves the false-discovery-rate family: its two runs "
+    "differ in their budget as well as in the idea. Budgets are whole episodes (a tenth of the equal-samples amount), "
+    "so a variant whose cost per step falls between two counts cannot land within ±5%, and the page says which."
+)
 LEARNED_RULE = (
     "Before a comparison is judged, its reference must have learned: per seed, the reference's metric minus the same "
     "network's before any training step (same architecture, initialisation seed and evaluation), and a one-sided "
@@ -679,9 +689,12 @@ def verdict_line(claims: pd.DataFrame) -> str:
     order of the verdict rule ("9 claims at 5% FDR: 2 reproduced; 1 opposite; 3 at the floor (...)"), the words
     absent left out."""
     counts = claims["verdict_fdr"].value_counts()
-    order = [*VERDICTS, *COST_VERDICTS, FLOOR, DESCRIBED, NOT_RUN]
+    order = [*VERDICTS, *COST_VERDICTS, FLOOR, UNEQUAL_SECONDS, DESCRIBED, NOT_RUN]
     words = [w for w in order if w in counts.index] + [w for w in counts.index if w not in order]
-    shown = {FLOOR: "at the floor (their reference has not learned)"}
+    shown = {
+        FLOOR: "at the floor (their reference has not learned)",
+        UNEQUAL_SECONDS: "not judged (their runs' seconds are not equal)",
+    }
     return f"{len(claims)} claims at 5% FDR: " + "; ".join(f"{int(counts[w])} {shown.get(w, w)}" for w in words) + "."
 
 
@@ -784,7 +797,10 @@ TIMING_METRICS = ("kmeans_share", "epoch_overhead")  # cost claims: judged by CO
 
 
 def tested_claims(card: pd.DataFrame) -> pd.DataFrame:
-    """The lines of ``card`` whose claim was tested: run, on a reference that has learned (not ``FLOOR``), with
-    replicates to test (not ``DESCRIBED``), and not a cost claim (judged by ``COST_RULE``)."""
-    untested = card["verdict"].isin([NOT_RUN, FLOOR, DESCRIBED, *COST_VERDICTS]) | card["metric"].isin(TIMING_METRICS)
+    """The lines of ``card`` whose claim was tested: run, on a reference that has learned (not ``FLOOR``), at equal
+    seconds where it says so (not ``UNEQUAL_SECONDS``), with replicates to test (not ``DESCRIBED``), and not a cost
+    claim (judged by ``COST_RULE``)."""
+    untested = card["verdict"].isin([NOT_RUN, FLOOR, UNEQUAL_SECONDS, DESCRIBED, *COST_VERDICTS]) | card["metric"].isin(
+        TIMING_METRICS
+    )
     return card[~untested]

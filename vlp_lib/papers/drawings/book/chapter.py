@@ -39,7 +39,7 @@ from vlp_lib import experiment, runs
 from vlp_lib.book import lineup
 from vlp_lib.book.claims import Claim, declare, judge_stored
 from vlp_lib.book.claims import claims_table as _claims_table
-from vlp_lib.book.lineup import CLIP, VARIANTS, Data, run_of
+from vlp_lib.book.lineup import CLIP, IMAGE_ONLY_SIZE, VARIANTS, Data, run_of
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import (
     fmt,
@@ -89,6 +89,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         class_images=256,
         detector_images=None,
         lm={},
+        image_only_size=IMAGE_ONLY_SIZE,  # TP_Postag and ICMLM at 64 px (lineup.IMAGE_ONLY_SIZE; declared)
         head_hidden=64,
         head_dim=32,
         seeds=(0,),  # smoke runs every line once: its numbers are not evidence
@@ -107,6 +108,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         class_images=10_240,
         detector_images=None,
         lm={},
+        image_only_size=IMAGE_ONLY_SIZE,  # TP_Postag and ICMLM at 64 px (lineup.IMAGE_ONLY_SIZE; declared)
         head_hidden=512,
         head_dim=64,
         seeds=(0, 1, 2, 3, 4),
@@ -125,6 +127,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         class_images=10_240,
         detector_images=None,
         lm={},
+        image_only_size=IMAGE_ONLY_SIZE,  # TP_Postag and ICMLM at 64 px (lineup.IMAGE_ONLY_SIZE; declared)
         head_hidden=2_048,
         head_dim=128,
         seeds=(0, 1, 2, 3, 4),

@@ -23,6 +23,9 @@ ICMLM). **Equal seconds** (``RULES``): each variant gets CLIP's training seconds
 equal-samples records (``calibrate``), and trains the samples that fit, in whole episodes. **The curve**: each
 variant's equal-seconds and equal-samples points (at CLIP's seconds, and at its own cost per sample times them), and
 CLIP (or the ``curve_variants`` asked for) at ``time_factors`` times CLIP's seconds on the first ``curve_seeds`` seeds.
+An equal-seconds claim is judged only when its runs took CLIP's seconds within ±5% (``report.EQUAL_SECONDS_RULE``).
+**Two lengths**: every variant again at ``LONGER`` times the equal samples on every seed, each equal-samples claim
+judged there too (``verdict_longer``); CLIP's network untrained at both lengths is the learning check.
 **By default** (``DEFAULT_VARIANTS``) eight variants run: ICMLM is left out for the budget (``LEFT_OUT``) and
 runs when asked for.
 """
@@ -30,6 +33,7 @@ runs when asked for.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -40,7 +44,7 @@ import pandas as pd
 from vlp_lib import experiment, runs
 from vlp_lib.book import data as book_data
 from vlp_lib.book import lineup, report
-from vlp_lib.book.claims import Claim, declare, judge_stored, our_chance
+from vlp_lib.book.claims import Claim, declare, judge_stored, our_chance, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import (
     CLIP,
@@ -55,7 +59,7 @@ from vlp_lib.book.lineup import (
     trained_samples,
 )
 from vlp_lib.book.lineup import IMAGE_ONLY_SIZE as IMAGE_ONLY_SIZE  # re-exported: the page and the tests read them
-from vlp_lib.book.plan import seeds_parameter
+from vlp_lib.book.plan import seeds_parameter, untrained_references
 from vlp_lib.book.release import RECORDS, RELEASE_DIR, read_record
 from vlp_lib.book.report import fmt, mean_std, seed_values
 from vlp_lib.config import as_list, scale_defaults
@@ -277,10 +281,12 @@ CALIBRATION_RULE = (
     "samples trained); CLIP's target is the mean of its equal-samples seconds, times the budget's factor; a variant "
     "trains target / (seconds per sample) samples, rounded to whole episodes (ICMLM: split half and half with its "
     "start). So CLIP's equal-seconds run is its equal-samples run, and every other variant's run takes about CLIP's "
-    "seconds on the machine that calibrated it (the page shows the seconds each run took beside the target). "
+    "seconds on the machine that calibrated it (the page shows the seconds each run took beside the target, and the "
+    "achieved ratio: an equal-seconds claim is judged only within ±5%). "
     "One-time setup (the detector, the world-LM, the teacher's caption embeddings, the class images) is not counted. "
-    "The calibration is measured once and stored as a record (shipped with the release): the equal-seconds runs "
-    "follow from the stored one, and a re-make measures the speeds again only to report how far they drifted."
+    "The calibration is measured in the session that makes the equal-seconds runs, from that session's "
+    "equal-samples runs, and stored as a record (shipped with the release): a re-make follows the stored one, so it "
+    "re-makes the same runs, and measures the speeds again only to report how far they drifted."
 )
 RULES: list[str] = [CALIBRATION_RULE]
 # The calibration is a measurement of the machine, not a result of the code: re-measured, the same equal-samples runs
@@ -350,13 +356,35 @@ def seconds_rows(variants: Sequence[str], factor: float = 1.0) -> list[Row]:
 
 def check_plan(scale: str, seeds: Sequence[int], variants: Sequence[str], data: Data = WORLD) -> None:
     """Build every config the notebook may train before anything is computed: each variant at equal samples and at
-    1 and 3 times its episodes (the equal-seconds amounts are known only after calibration). ``ValueError`` naming
-    the parameter."""
-    unit = unit_episodes(scale, data)
+    ``LONGER`` times them (the equal-seconds amounts are known only after calibration). ``ValueError`` naming the
+    parameter."""
     for variant in variants:
-        for episodes in (unit, 3 * unit):
+        for row in (Row(variant), longer(Row(variant))):
+            run = resolve(row, scale, None, data)
+            assert run is not None  # an equal-samples row needs no calibration
             for seed in seeds:
-                config(run_of(variant, episodes), scale, seed, data)
+                config(run, scale, seed, data)
+
+
+# Two training lengths (the trend a reader needs before extrapolating): every equal-samples claim is judged again on
+# its two rows trained LONGER times as long, on the same seeds (the reference is CLIP at the longer length). CLIP's
+# equal-samples amount is where it starts to learn (the budget note above); at 4x (81,920 samples) the book's store
+# had CLIP at 24-35% on the avg3 linear probe. The equal-seconds claims are not run longer: their budget is a
+# measurement of the machine, and the curve gives CLIP's trend in seconds.
+LONGER = 4
+LONGER_IDS: tuple[str, ...] = tuple(f"H_{v}_samples" for v in DEFAULT_VARIANTS if v != CLIP)
+
+
+def longer(row: Row) -> Row:
+    """An equal-samples ``row`` trained ``LONGER`` times as long (``claims.with_longer``)."""
+    if row.budget != "samples":
+        raise ValueError(f"only equal-samples rows are trained longer, got {row.label!r}")
+    return replace(row, factor=row.factor * LONGER)
+
+
+def longer_rows(variants: Sequence[str]) -> list[Row]:
+    """Every variant at ``LONGER`` times the equal samples."""
+    return [longer(row) for row in samples_rows(variants)]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -532,7 +560,21 @@ def run_chapter(
         if factor != 1.0:
             rows = seconds_rows(curve_variants, factor)
             results.update(run_rows(rows, scale, extra, calibration, progress, data))
+    results.update(run_rows(longer_rows(variants), scale, seeds, progress=progress, data=data))
     return results, calibration
+
+
+def untrained(rows: Sequence[Row], scale: str, seeds: Sequence[int], data: Data = WORLD) -> dict[Row, list[dict]]:
+    """The network of each of ``rows`` that a claim compares with (CLIP at each length), evaluated before any step
+    for every seed (``experiment.untrained``: the same config and initialisation; stored, so computed once): what
+    the learning check (``claims.reference_learning``) and the page's gains over the untrained network read."""
+
+    def row_config(row: Row, scale: str, seed: int) -> RunConfig:
+        run = resolve(row, scale, None, data)
+        assert run is not None, f"{row.label}: a reference is an equal-samples row"
+        return config(run, scale, seed, data)
+
+    return untrained_references(compared_claims(), rows, row_config, scale, seeds)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -580,22 +622,33 @@ def summary_table(
 def seconds_table(
     results: Mapping[Row, Sequence[dict]], calibration: Calibration, variants: Sequence[str]
 ) -> pd.DataFrame:
-    """The equal-seconds runs: the target (CLIP's mean seconds), the samples each variant trained and the seconds
-    its runs took (mean ± std over seeds)."""
+    """The equal-seconds runs: per variant, the samples it trained, the seconds its runs took (mean ± std over seeds)
+    beside the target (CLIP's mean seconds at equal samples, as the calibration measured it), the achieved ratio
+    (the variant's mean seconds over CLIP's, both as these runs took them: what ``report.EQUAL_SECONDS_RULE`` reads)
+    and whether its claim is judged; its equal-samples runs for comparison."""
+    clip = float(np.mean([r["seconds"] for r in results[Row(CLIP)]]))
     lines = []
     for v in variants:
         for budget, row in (("equal samples", Row(v)), ("equal seconds", Row(v, "seconds"))):
             records = results.get(row)
-            if not records:
+            if not records or (v == CLIP and budget == "equal seconds"):
                 continue
             m, s = mean_std(r["seconds"] for r in records)
+            ratio = m / clip
+            timed = budget == "equal seconds" or v == CLIP
             lines.append(
                 {
                     "variant": VARIANTS[v].label,
-                    "budget": budget,
+                    "budget": "equal samples = equal seconds" if v == CLIP else budget,
                     "samples": f"{np.mean([r['samples'] for r in records]):,.0f}",
-                    "target s": f"{calibration.clip_seconds:.1f}" if budget == "equal seconds" else "",
-                    "training s": f"{m:.1f} ± {s:.1f}",
+                    "training s (target)": f"{m:.1f} ± {s:.1f}"
+                    + (f" ({calibration.clip_seconds:.1f})" if timed else ""),
+                    "x CLIP's seconds": f"{ratio:.2f}",
+                    "judged at equal seconds": (
+                        ("yes" if abs(ratio - 1.0) <= report.SECONDS_TOLERANCE else "no: outside ±5%")
+                        if timed and v != CLIP
+                        else ""
+                    ),
                 }
             )
     return pd.DataFrame(lines).set_index(["variant", "budget"])
@@ -721,6 +774,7 @@ def _claims() -> list[Claim]:
                     reference=Row(CLIP),
                     # each budget pools its own rows: the equal-seconds runs follow the machine's speed
                     pool=budget,
+                    equal_seconds=budget == "seconds",
                 )
             )
     return out
@@ -738,6 +792,11 @@ DECLARED: dict[str, tuple[tuple[str, str], ...]] = {
     f"H_tp_postag_{b}": (NO_TEXT_TOWER,) for b in ("samples", "seconds")
 }
 CLAIMS: list[Claim] = declare(_claims(), KNOBS, DECLARED)
+
+
+def compared_claims() -> list[Claim]:
+    """``CLAIMS`` and the claims of ``LONGER_IDS`` on their longer rows: whose references get an untrained network."""
+    return with_longer_claims(CLAIMS, longer, LONGER_IDS)
 
 
 def claims_on(scale: str, data: Data = WORLD) -> list[Claim]:
@@ -779,7 +838,100 @@ def claims_table(
 ) -> pd.DataFrame:
     """The claims (``CLAIMS`` or ``claims``: ``claims_on`` the page's data; shown by ``notebook``: all with
     ``None``) judged on a notebook's ``{row: records}``."""
-    return _claims_table(list(claims or CLAIMS), results, PAPER, notebook, (NOTEBOOK,))
+    return _claims_table(
+        list(claims or CLAIMS),
+        results,
+        PAPER,
+        notebook,
+        (NOTEBOOK,),
+        longer=longer,
+        longer_ids=LONGER_IDS,
+        factor=LONGER,
+    )
+
+
+def longer_lines(results: Mapping[Any, Sequence[dict]]) -> pd.DataFrame:
+    """The claims of ``LONGER_IDS`` judged on their rows at ``LONGER`` times the samples (the lines whose verdict and
+    value ``verdict_longer`` states: the same claims, pools and rules), indexed by claim id."""
+    return _claims_table([c.mapped(longer) for c in CLAIMS if c.id in LONGER_IDS], results, PAPER)
+
+
+def lengths_table(claims: pd.DataFrame) -> pd.DataFrame:
+    """Per equal-samples claim (``claims``: the page's lines at 5% FDR, ``report.book_fdr``'s): its value at the
+    book's length with its interval, its verdict at 5% FDR, and its verdict, value and trend at ``LONGER`` times the
+    samples (``verdict_longer``, ``claims.TREND_RULE``)."""
+    ids = [i for i in LONGER_IDS if i in claims.index]
+    return pd.DataFrame(
+        {
+            "variant": [VARIANTS[i[2 : -len("_samples")]].label for i in ids],
+            "at 1x: mean Δ per seed, 95% interval": [report.stated(claims.loc[i]) for i in ids],
+            "verdict at 5% FDR": claims.loc[ids, "verdict_fdr"],
+            f"at {LONGER}x: verdict (value); trend": claims.loc[ids, "verdict_longer"],
+        },
+        index=pd.Index(ids, name="id"),
+    )
+
+
+def trend_summary(claims: pd.DataFrame) -> str:
+    """The equal-samples claims grouped by their trend from the book's length to ``LONGER`` times it
+    (``claims.TREND_RULE``'s word, the end of ``verdict_longer``), in one sentence ("holds: iCLIP (r = 0.5), UniCL
+    (r = 0.5); undecided at both lengths: ..."); "not run at the longer length" where no claim has one."""
+    groups: dict[str, list[str]] = {}
+    for i in LONGER_IDS:
+        if i not in claims.index:
+            continue
+        text = str(claims.loc[i, "verdict_longer"])
+        word = text.rpartition("; ")[2] if "; " in text else ("" if text else "not run at the longer length")
+        groups.setdefault(word or "no trend word", []).append(VARIANTS[i[2 : -len("_samples")]].label)
+    return "; ".join(f"{word}: {', '.join(labels)}" for word, labels in groups.items()) or "no claim judged"
+
+
+def _interval(line: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """A claim line's mean difference and 95% interval in pp (its ``book_value`` and ``interval`` texts, the numbers
+    the tables print), or ``None`` without an interval."""
+    numbers = re.findall(r"[-+]?\d+\.\d+", f"{line['book_value']} {line['interval']}")
+    return (float(numbers[0]), float(numbers[1]), float(numbers[2])) if len(numbers) >= 3 else None
+
+
+def lengths_figure(claims: pd.DataFrame, long_lines: pd.DataFrame, path: Any = None) -> Any:
+    """Each variant's gain over CLIP at equal samples, at the book's length and at ``LONGER`` times it: the claims'
+    means and 95% intervals (the claims table's at 1x, ``longer_lines``' at the longer length: the intervals the
+    verdicts read), the ±1 pp margin shaded; saved with ``plots.save`` at ``path``."""
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
+    from vlp_lib.book import plots
+
+    ids = [i for i in LONGER_IDS if i in claims.index]
+    with mpl.rc_context(plots.STYLE):
+        fig = Figure(figsize=(8.0, 0.55 * len(ids) + 1.6), layout="constrained")
+        ax = fig.subplots()
+        ax.axvspan(-100 * report.NO_EFFECT_MARGIN, 100 * report.NO_EFFECT_MARGIN, color="0.9", zorder=0)
+        ax.axvline(0.0, color="0.4", lw=0.8)
+        for offset, lines, label, marker in (
+            (-0.15, claims, "the book's length (1x)", "o"),
+            (0.15, long_lines, f"{LONGER}x the samples", "s"),
+        ):
+            points = [(y, _interval(lines.loc[i])) for y, i in enumerate(ids) if i in lines.index]
+            shown = [(y, t) for y, t in points if t is not None]
+            if not shown:
+                continue
+            ax.errorbar(
+                [t[0] for _, t in shown],
+                [y + offset for y, _ in shown],
+                xerr=[[t[0] - t[1] for _, t in shown], [t[2] - t[0] for _, t in shown]],
+                fmt=marker,
+                capsize=3,
+                label=label,
+            )
+        ax.set_yticks(range(len(ids)), [VARIANTS[i[2 : -len("_samples")]].label for i in ids])
+        ax.invert_yaxis()
+        ax.set_xlabel("gain over CLIP at equal samples, avg3 linear probe (pp; mean per seed, 95% interval)")
+        ax.set_title("Each variant against CLIP at two training lengths")
+        ax.legend(loc="lower right")
+    if path is not None:
+        plots.save(fig, path)
+    return fig
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
@@ -788,7 +940,7 @@ def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[di
     seeds = list(seeds or resolve_seeds(scale, None))
     calibration = stored_calibration(scale, seeds)
     lookup: Callable[[Row], list[dict] | None] = lambda row: stored(row, scale, seeds, calibration)  # noqa: E731
-    return judge_stored(CLAIMS, lookup, PAPER)
+    return judge_stored(CLAIMS, lookup, PAPER, longer=longer, longer_ids=LONGER_IDS, factor=LONGER)
 
 
 def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
@@ -805,6 +957,8 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
         report.OPPOSITE_WITHIN: "below CLIP by less than 1 pp",
         report.OPPOSITE_SIZE: "below CLIP, by a size not shown beyond 1 pp",
         report.OPPOSITE: "below CLIP by more than 1 pp",
+        report.FLOOR: "not judged (CLIP has not learned)",
+        report.UNEQUAL_SECONDS: "not judged (seconds more than 5% apart)",
         report.NOT_RUN: "not run",
     }
     for claim_id, line in claims.iterrows():
