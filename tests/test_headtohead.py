@@ -276,6 +276,9 @@ def test_claims_are_judged_on_stored_records(monkeypatch):
 def test_every_equal_samples_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path):
     seeds = [0, 1, 2, 3, 4]
     _fake_store(monkeypatch)
+    # the longer runs on the first longer_seeds of the seeds (three at laptop scale; here five, to decide)
+    monkeypatch.setitem(chapter.CHAPTER_SCALES["smoke"], "longer_seeds", 5)
+    assert chapter.longer_seeds("laptop", seeds) == [0, 1, 2]
     lines = {line["id"]: line for line in chapter.claims("smoke", seeds)}
     assert set(chapter.LONGER_IDS) == {i for i in lines if i.endswith("_samples")} and chapter.LONGER >= 3
     assert lines["H_protoclip_samples"]["verdict_longer"].startswith(f"at {chapter.LONGER}x: reproduced (")
@@ -297,7 +300,9 @@ def test_every_equal_samples_claim_is_judged_again_at_the_longer_length(monkeypa
         table.loc["H_protoclip_samples", f"at {chapter.LONGER}x: verdict (value); trend"]
         == (lines["H_protoclip_samples"]["verdict_longer"])
     )
-    assert "holds: ProtoCLIP" in chapter.trend_summary(claims)
+    summary = chapter.trend_summary(claims)
+    assert summary.startswith("reproduced: ProtoCLIP (+") and "trend: holds (5)" in summary
+    assert "not checked" in chapter.learned_text(results)  # the fake store has no untrained networks
     long_lines = chapter.longer_lines(results)
     assert long_lines.loc["H_protoclip_samples", "verdict"] == "reproduced"
     assert long_lines.loc["H_protoclip_samples", "book_value"] in lines["H_protoclip_samples"]["verdict_longer"]
@@ -346,7 +351,13 @@ def test_the_page_says_when_clip_has_barely_learned(monkeypatch):
     low = chapter.learning_check(results([0.03, 0.05]), "laptop")
     assert "1,000 samples" in low and "4.0%" in low and "4.0 pp above chance" in low and "close to chance" in low
     high = chapter.learning_check(results([0.50, 0.52]), "laptop")
-    assert "51.0%" in high and "close to chance" not in high and "early" in high and "baseline" not in high
+    assert (
+        "51.0%" in high
+        and "close to chance" not in high
+        and "early" in high
+        and "untrained" in high
+        and "baseline" not in high
+    )
     # with the baseline stored: the share of its gain over chance that CLIP reached here
     baseline = {"config": {**config, "task_train": 5000}, "metrics": {chapter.LINEAR: 0.60}}
     monkeypatch.setattr(experiment, "stored", lambda config: baseline)

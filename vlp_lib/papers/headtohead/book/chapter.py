@@ -44,7 +44,7 @@ import pandas as pd
 from vlp_lib import experiment, runs
 from vlp_lib.book import data as book_data
 from vlp_lib.book import lineup, report
-from vlp_lib.book.claims import Claim, declare, judge_stored, our_chance, with_longer_claims
+from vlp_lib.book.claims import Claim, declare, judge_stored, our_chance, reference_learning, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import (
     CLIP,
@@ -85,6 +85,9 @@ from vlp_lib.suite import VALIDATION_TASKS
 # Measured (2026-11-25, 2-core AMD EPYC, alone, caches empty): 24.5 minutes for the 69 runs, over the 20 by 4.5;
 # costs per step from this build: ProtoCLIP 1.32, PyramidCLIP 2.43 (w/o ROI 2.25), iCLIP 0.99, UniCL 1.01, TP_Postag
 # 1.70; CLIP reached 14.4% (chance 7.0%). Five seeds at a budget where CLIP learns were kept over the 20 minutes.
+# Re-made 2026-11-29 (every variant at 32 px, the 4x runs, CLIP's untrained network) on a 2-core Intel Xeon: 103 runs
+# and 8 untrained evaluations in 74.8 minutes (the 24 runs at 4x 39 of them). Against its untrained network
+# CLIP at 20,480 samples had not learned what the linear probe reads (-0.7 pp, p = 0.79); at 4x it had (+10.5 pp).
 CHAPTER_SCALES: dict[str, dict[str, Any]] = {
     "smoke": dict(
         model="rn-tiny",
@@ -104,6 +107,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         head_dim=32,
         seeds=(0,),  # smoke runs every line once (about 20 runs); its numbers are not evidence
         curve_seeds=1,
+        longer_seeds=1,
         time_factors=(0.5, 1.0, 2.0),
     ),
     "laptop": dict(
@@ -124,6 +128,9 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         head_dim=64,
         seeds=(0, 1, 2, 3, 4),
         curve_seeds=2,  # CLIP's extra curve points (no claim reads them) on two seeds
+        # the 4x runs on the first three seeds (planned before any was made): 8 variants at 4x take about 12
+        # minutes a seed here, so five would be an hour; three are what the book's other longer lengths have
+        longer_seeds=3,
         time_factors=(0.5, 1.0, 2.0),
     ),
     "paper": dict(
@@ -144,6 +151,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         head_dim=128,
         seeds=(0, 1, 2, 3, 4),
         curve_seeds=2,
+        longer_seeds=3,
         time_factors=(0.5, 1.0, 2.0),
     ),
 }
@@ -219,6 +227,11 @@ def resolve_seeds(scale: str, seeds: Any) -> list[int]:
     """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
     scale_defaults(scale)
     return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
+
+
+def longer_seeds(scale: str, seeds: Sequence[int]) -> list[int]:
+    """The seeds of the runs at ``LONGER`` times the equal samples: the first ``longer_seeds`` of ``seeds``."""
+    return list(seeds)[: CHAPTER_SCALES[scale]["longer_seeds"]]
 
 
 def curve_seeds(scale: str, seeds: Sequence[int]) -> list[int]:
@@ -367,7 +380,8 @@ def check_plan(scale: str, seeds: Sequence[int], variants: Sequence[str], data: 
 
 
 # Two training lengths (the trend a reader needs before extrapolating): every equal-samples claim is judged again on
-# its two rows trained LONGER times as long, on the same seeds (the reference is CLIP at the longer length). CLIP's
+# its two rows trained LONGER times as long, on the first ``longer_seeds`` of its seeds (the reference is CLIP at the
+# longer length, on the same seeds). CLIP's
 # equal-samples amount is where it starts to learn (the budget note above); at 4x (81,920 samples) the book's store
 # had CLIP at 24-35% on the avg3 linear probe. The equal-seconds claims are not run longer: their budget is a
 # measurement of the machine, and the curve gives CLIP's trend in seconds.
@@ -432,10 +446,13 @@ def stored(
     calibration: Calibration | None = None,
     data: Data = WORLD,
 ) -> list[dict] | None:
-    """The stored variant records of ``row`` for every seed, or ``None`` if any is missing (or stale). An
+    """The stored variant records of ``row`` for every seed (a row at ``LONGER`` times the samples: the first
+    ``longer_seeds``), or ``None`` if any is missing (or stale). An
     equal-seconds row is calibrated from the stored equal-samples runs of the same seeds unless ``calibration`` is
     given."""
     seeds = list(seeds or resolve_seeds(scale, None))
+    if row.budget == "samples" and row.factor == LONGER:
+        seeds = longer_seeds(scale, seeds)
     if row.budget == "seconds" and calibration is None:
         calibration = stored_calibration(scale, seeds, data)
     run = resolve(row, scale, calibration, data)
@@ -560,7 +577,7 @@ def run_chapter(
         if factor != 1.0:
             rows = seconds_rows(curve_variants, factor)
             results.update(run_rows(rows, scale, extra, calibration, progress, data))
-    results.update(run_rows(longer_rows(variants), scale, seeds, progress=progress, data=data))
+    results.update(run_rows(longer_rows(variants), scale, longer_seeds(scale, seeds), progress=progress, data=data))
     return results, calibration
 
 
@@ -574,7 +591,11 @@ def untrained(rows: Sequence[Row], scale: str, seeds: Sequence[int], data: Data 
         assert run is not None, f"{row.label}: a reference is an equal-samples row"
         return config(run, scale, seed, data)
 
-    return untrained_references(compared_claims(), rows, row_config, scale, seeds)
+    short = [row for row in rows if row.factor == 1.0]
+    out = untrained_references(compared_claims(), short, row_config, scale, seeds)
+    long = [row for row in rows if row.factor != 1.0]
+    out.update(untrained_references(compared_claims(), long, row_config, scale, longer_seeds(scale, seeds)))
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -873,17 +894,26 @@ def lengths_table(claims: pd.DataFrame) -> pd.DataFrame:
 
 
 def trend_summary(claims: pd.DataFrame) -> str:
-    """The equal-samples claims grouped by their trend from the book's length to ``LONGER`` times it
-    (``claims.TREND_RULE``'s word, the end of ``verdict_longer``), in one sentence ("holds: iCLIP (r = 0.5), UniCL
-    (r = 0.5); undecided at both lengths: ..."); "not run at the longer length" where no claim has one."""
-    groups: dict[str, list[str]] = {}
+    """The equal-samples claims at ``LONGER`` times the samples in one sentence: grouped by their verdict there (each
+    with its mean), then their trends (``claims.TREND_RULE``'s word, the end of ``verdict_longer``) with how many
+    claims read each ("reproduced: PyramidCLIP (+26.24 pp), ...; inconclusive: ...; trend: the reference learns only
+    with more training (7)"); "not run at the longer length" where no claim has one."""
+    verdicts: dict[str, list[str]] = {}
+    trends: dict[str, int] = {}
     for i in LONGER_IDS:
-        if i not in claims.index:
+        text = str(claims.loc[i, "verdict_longer"]) if i in claims.index else ""
+        if not text:
             continue
-        text = str(claims.loc[i, "verdict_longer"])
-        word = text.rpartition("; ")[2] if "; " in text else ("" if text else "not run at the longer length")
-        groups.setdefault(word or "no trend word", []).append(VARIANTS[i[2 : -len("_samples")]].label)
-    return "; ".join(f"{word}: {', '.join(labels)}" for word, labels in groups.items()) or "no claim judged"
+        head, _, word = text.partition("; ")
+        verdict, _, value = head.removeprefix(f"at {LONGER}x: ").partition(" (")
+        mean = value.split(",")[0].removesuffix(")")
+        label = VARIANTS[i[2 : -len("_samples")]].label
+        verdicts.setdefault(verdict, []).append(f"{label} ({mean})" if mean else label)
+        trends[word or "no trend word"] = trends.get(word or "no trend word", 0) + 1
+    if not verdicts:
+        return "not run at the longer length"
+    by_verdict = "; ".join(f"{v}: {', '.join(labels)}" for v, labels in verdicts.items())
+    return by_verdict + "; trend: " + ", ".join(f"{word} ({n})" for word, n in trends.items())
 
 
 def _interval(line: Mapping[str, Any]) -> tuple[float, float, float] | None:
@@ -966,8 +996,13 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
             continue
         variant = VARIANTS[str(claim_id)[2 : -len(budget) - 1]]
         group = names.get(str(line["verdict_fdr"]), "undecided at 5% FDR")
-        value = f" ({line['book_value']})" if line["book_value"] else ""
-        groups.setdefault(group, []).append(f"{variant.label}{value}")
+        # an equal-seconds value carries its ratio in brackets: one pair of brackets here ("+0.32 pp, at 1.04x ...")
+        value = (
+            str(line["book_value"]).replace(" (at ", ", at ").removesuffix(")")
+            if "(at " in str(line["book_value"])
+            else str(line["book_value"])
+        )
+        groups.setdefault(group, []).append(f"{variant.label} ({value})" if value else variant.label)
     order = [*dict.fromkeys(names.values()), "undecided at 5% FDR"]
     order.remove("not run")
     order.append("not run")
@@ -1018,9 +1053,37 @@ def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: st
         )
     way = f" (about {100 * share:.0f}% of the baseline's gain over chance)" if share is not None else ""
     return text + (
-        f". The models have learned{way}, but early: the claims rank what each idea gives in the first stage of "
-        "training, and a ranking at convergence may differ."
+        f". Above chance{way}, but early: whether CLIP has learned is decided against its own network untrained "
+        "(the learning check below), and the claims rank what each idea gives in the first stage of training; a "
+        "ranking at convergence may differ."
     )
+
+
+def learned_text(results: Mapping[Any, Sequence[dict]]) -> str:
+    """Whether CLIP, the reference of every claim, has learned at each length (``claims.reference_learning`` on the
+    first claim and on its longer form, with the untrained networks in the store): the scorecard's words, in one
+    sentence, and what a length whose CLIP has not learned leaves of its claims."""
+    claim = CLAIMS[0]  # every claim's reference is CLIP at equal samples (its equal-seconds claims too)
+    parts, unlearned = [], []
+    for label, c in (("at equal samples", claim), (f"at {LONGER}x the samples", claim.mapped(longer))):
+        if not all(results.get(row) for row in c.rows()):
+            continue
+        text, learned = reference_learning(c, results)
+        parts.append(f"{label}, {text}" if text else f"{label}, not checked")
+        if learned is False:
+            unlearned.append(label)
+    if not parts:
+        return "CLIP's learning check has no runs to read"
+    sentence = (
+        f"Against its own network untrained (one-sided paired t over the seeds, learned at p < 0.05), CLIP's gain on "
+        f"the claims' metric, and whether it learned: {'; '.join(parts)}."
+    )
+    if unlearned:
+        sentence += (
+            f" So every claim {' and '.join(unlearned)} (the equal-seconds ones too, whose reference is CLIP at equal "
+            "samples) is at the floor: it compares models whose reference has not learned what the metric reads."
+        )
+    return sentence
 
 
 def released_calibration(scale: str, seeds: Sequence[int]) -> Calibration | None:
