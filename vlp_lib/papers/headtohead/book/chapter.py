@@ -916,6 +916,20 @@ def trend_summary(claims: pd.DataFrame) -> str:
     return by_verdict + "; trend: " + ", ".join(f"{word} ({n})" for word, n in trends.items())
 
 
+def headline_note(lines: pd.DataFrame) -> str:
+    """One sentence for the chapter's opening page (``vlp_lib.book.findings.headline``), from its scorecard ``lines``
+    (with ``id`` and ``verdict_longer``): the equal-samples claims at ``LONGER`` times the samples (``trend_summary``),
+    which the chapter's counts at 5% FDR leave out (judged alone); "" where none was run longer."""
+    table = lines.set_index("id") if "id" in lines.columns else lines
+    if "verdict_longer" not in table.columns or not (table["verdict_longer"].astype(str) != "").any():
+        return ""
+    seeds = ", ".join(map(str, longer_seeds("laptop", resolve_seeds("laptop", None))))
+    return (
+        f"Trained {LONGER}x as long (seeds {seeds}; each judged alone, outside the false-discovery-rate family): "
+        f"{trend_summary(table)}."
+    )
+
+
 def _interval(line: Mapping[str, Any]) -> tuple[float, float, float] | None:
     """A claim line's mean difference and 95% interval in pp (its ``book_value`` and ``interval`` texts, the numbers
     the tables print), or ``None`` without an interval."""
