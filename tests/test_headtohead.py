@@ -357,7 +357,7 @@ def test_the_page_says_when_clip_has_barely_learned(monkeypatch):
     assert (
         "51.0%" in high
         and "close to chance" not in high
-        and "early" in high
+        and "rank nothing" in high
         and "untrained" in high
         and "baseline" not in high
     )

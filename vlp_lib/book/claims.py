@@ -815,7 +815,9 @@ def judge(
     if claim.equal_seconds:
         ratio = seconds_ratio(claim, results)
         line["book_value"] = f"{line['book_value']} (at {ratio:.2f}x the reference's seconds)"
-        if abs(ratio - 1.0) > SECONDS_TOLERANCE and line["verdict"] != FLOOR:
+        # runs that did not take equal seconds are no equal-seconds comparison, whether or not the reference learned
+        # (its learning check stays in reference_learned)
+        if abs(ratio - 1.0) > SECONDS_TOLERANCE:
             line.update(verdict=UNEQUAL_SECONDS, p=float("nan"), p_direction=float("nan"))
     return line
 
