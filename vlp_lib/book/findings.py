@@ -111,8 +111,16 @@ def counts_text(card: pd.DataFrame) -> str:
     checked = learned.str.startswith(("yes, ", "no, "))  # not NOT_CHECKED, which also starts with "no"
     if checked.any():
         floor = int((card["verdict"] == report.FLOOR).sum())
+        not_learned = int(learned.str.startswith("no, ").sum())  # an unequal-seconds claim's too: untested either way
+        other = (
+            f" ({floor} at the floor; {not_learned - floor} not judged for unequal seconds)"
+            if not_learned > floor
+            else ""
+        )
         text += f" The references of {int(checked.sum())} claims were compared with their networks untrained: " + (
-            f"{floor} had not learned, and those claims are at the floor, untested." if floor else "each had learned."
+            f"{not_learned} had not learned, and those claims are untested{other}."
+            if not_learned
+            else "each had learned."
         )
     unchecked = int(learned.isin(claims.UNCHECKED).sum())
     if unchecked:
