@@ -176,6 +176,10 @@ def test_the_class_loss_table_names_the_seeds_whose_class_loss_ended_at_chance()
     assert list(table.index) == ["iCLIP r = 0.1", "iCLIP r = 0.1, 3x as long"]
     assert table.loc["iCLIP r = 0.1", "at chance"] == "1 of 2" and table.iloc[1]["at chance"] == "0 of 2"
     assert table.loc["iCLIP r = 0.1", "seed 1"] == f"{np.mean(flat[-10:]):.2f}"
+    # the page's result paragraph counts with the same rule
+    assert chapter.seeds_at_chance(results[chapter.SWEEP[0.1]]) == 1 and chapter.AT_CHANCE_MARGIN == 0.1
+    ending = [chance - 0.09] * 100  # within the margin: at chance; just beyond it: trained
+    assert chapter.seeds_at_chance([_iclip_record(0, ending), _iclip_record(1, [chance - 0.11] * 100)]) == 1
     with pytest.raises(ValueError, match="loss_cls"):
         chapter.final_class_loss([{"config": {"method": "iclip"}, "history": [{"loss": 1.0}]}])
 
