@@ -67,11 +67,11 @@ from vlp_lib.book.report import (
     NO_EFFECT_MARGIN,
     NOT_RUN,
     SCORECARD_COLUMNS,
-    SECONDS_TOLERANCE,
     SEED_BUDGET,
     UNEQUAL_SECONDS,
     PairedTest,
     best_of_test,
+    equal_seconds,
     equivalence_verdict,
     every_test,
     format_test,
@@ -817,7 +817,7 @@ def judge(
         line["book_value"] = f"{line['book_value']} (at {ratio:.2f}x the reference's seconds)"
         # runs that did not take equal seconds are no equal-seconds comparison, whether or not the reference learned
         # (its learning check stays in reference_learned)
-        if abs(ratio - 1.0) > SECONDS_TOLERANCE:
+        if not equal_seconds(ratio):
             line.update(verdict=UNEQUAL_SECONDS, p=float("nan"), p_direction=float("nan"))
     return line
 

@@ -163,6 +163,13 @@ EQUAL_SECONDS_RULE = (
     "differ in their budget as well as in the idea. Budgets are whole episodes (a tenth of the equal-samples amount), "
     "so a variant whose cost per step falls between two counts cannot land within ±5%, and the page says which."
 )
+
+
+def equal_seconds(ratio: float) -> bool:
+    """Whether runs that took ``ratio`` times their reference's seconds took equal seconds (``EQUAL_SECONDS_RULE``)."""
+    return abs(ratio - 1.0) <= SECONDS_TOLERANCE
+
+
 LEARNED_RULE = (
     "Before a comparison is judged, its reference must have learned: per seed, the reference's metric minus the same "
     "network's before any training step (same architecture, initialisation seed and evaluation), and a one-sided "

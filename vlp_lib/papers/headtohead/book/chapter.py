@@ -668,9 +668,7 @@ def seconds_table(
                     + (f" ({calibration.clip_seconds:.1f})" if timed else ""),
                     "x CLIP's seconds": f"{ratio:.2f}",
                     "judged at equal seconds": (
-                        ("yes" if abs(ratio - 1.0) <= report.SECONDS_TOLERANCE else "no: outside ±5%")
-                        if timed and v != CLIP
-                        else ""
+                        ("yes" if report.equal_seconds(ratio) else "no: outside ±5%") if timed and v != CLIP else ""
                     ),
                 }
             )
@@ -817,6 +815,15 @@ DECLARED: dict[str, tuple[tuple[str, str], ...]] = {
 CLAIMS: list[Claim] = declare(_claims(), KNOBS, DECLARED)
 
 
+# the variant each claim compares with CLIP (its better row's), by claim id
+_VARIANT_OF: dict[str, str] = {c.id: c.better.variant for c in CLAIMS if isinstance(c.better, Row)}
+
+
+def variant_label(claim_id: str) -> str:
+    """The label of the variant that claim ``claim_id`` compares with CLIP."""
+    return VARIANTS[_VARIANT_OF[claim_id]].label
+
+
 def compared_claims() -> list[Claim]:
     """``CLAIMS`` and the claims of ``LONGER_IDS`` on their longer rows: whose references get an untrained network."""
     return with_longer_claims(CLAIMS, longer, LONGER_IDS)
@@ -873,10 +880,11 @@ def claims_table(
     )
 
 
-def longer_lines(results: Mapping[Any, Sequence[dict]]) -> pd.DataFrame:
-    """The claims of ``LONGER_IDS`` judged on their rows at ``LONGER`` times the samples (the lines whose verdict and
-    value ``verdict_longer`` states: the same claims, pools and rules), indexed by claim id."""
-    return _claims_table([c.mapped(longer) for c in CLAIMS if c.id in LONGER_IDS], results, PAPER)
+def longer_lines(results: Mapping[Any, Sequence[dict]], claims: Sequence[Claim] | None = None) -> pd.DataFrame:
+    """The claims of ``LONGER_IDS`` (of ``CLAIMS``, or ``claims``: ``claims_on`` the page's data) judged on their rows
+    at ``LONGER`` times the samples (the lines whose verdict and value ``verdict_longer`` states: the same claims,
+    pools and rules), indexed by claim id."""
+    return _claims_table([c.mapped(longer) for c in claims or CLAIMS if c.id in LONGER_IDS], results, PAPER)
 
 
 def lengths_table(claims: pd.DataFrame) -> pd.DataFrame:
@@ -886,7 +894,7 @@ def lengths_table(claims: pd.DataFrame) -> pd.DataFrame:
     ids = [i for i in LONGER_IDS if i in claims.index]
     return pd.DataFrame(
         {
-            "variant": [VARIANTS[i[2 : -len("_samples")]].label for i in ids],
+            "variant": [variant_label(i) for i in ids],
             "at 1x: mean Δ per seed, 95% interval": [report.stated(claims.loc[i]) for i in ids],
             "verdict at 5% FDR": claims.loc[ids, "verdict_fdr"],
             f"at {LONGER}x: verdict (value); trend": claims.loc[ids, "verdict_longer"],
@@ -909,7 +917,7 @@ def trend_summary(claims: pd.DataFrame) -> str:
         head, _, word = text.partition("; ")
         verdict, _, value = head.removeprefix(f"at {LONGER}x: ").partition(" (")
         mean = value.split(",")[0].removesuffix(")")
-        label = VARIANTS[i[2 : -len("_samples")]].label
+        label = variant_label(i)
         verdicts.setdefault(verdict, []).append(f"{label} ({mean})" if mean else label)
         trends[word or "no trend word"] = trends.get(word or "no trend word", 0) + 1
     if not verdicts:
@@ -970,7 +978,7 @@ def lengths_figure(claims: pd.DataFrame, long_lines: pd.DataFrame, path: Any = N
                 capsize=3,
                 label=label,
             )
-        ax.set_yticks(range(len(ids)), [VARIANTS[i[2 : -len("_samples")]].label for i in ids])
+        ax.set_yticks(range(len(ids)), [variant_label(i) for i in ids])
         ax.invert_yaxis()
         ax.set_xlabel("gain over CLIP at equal samples, avg3 linear probe (pp; mean per seed, 95% interval)")
         ax.set_title("Each variant against CLIP at two training lengths")
@@ -1010,7 +1018,6 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
     for claim_id, line in claims.iterrows():
         if not str(claim_id).endswith(f"_{budget}"):
             continue
-        variant = VARIANTS[str(claim_id)[2 : -len(budget) - 1]]
         group = names.get(str(line["verdict_fdr"]), "undecided at 5% FDR")
         # an equal-seconds value carries its ratio in brackets: one pair of brackets here ("+0.32 pp, at 1.04x ...")
         value = (
@@ -1018,7 +1025,8 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
             if "(at " in str(line["book_value"])
             else str(line["book_value"])
         )
-        groups.setdefault(group, []).append(f"{variant.label} ({value})" if value else variant.label)
+        label = variant_label(str(claim_id))
+        groups.setdefault(group, []).append(f"{label} ({value})" if value else label)
     order = [*dict.fromkeys(names.values()), "undecided at 5% FDR"]
     order.remove("not run")
     order.append("not run")
@@ -1028,8 +1036,8 @@ def verdict_summary(claims: pd.DataFrame, budget: str) -> str:
 # A comparison of models that barely learned says nothing about the ideas: the page says how far CLIP got, as points
 # above chance and as a share of the way the book's baseline CLIP goes (the same tower, 16 times the samples). The
 # first design (6,144 samples per run) left CLIP 4.0 pp above chance, about 8% of the baseline's way: the page said
-# then that its claims could not rank the ideas. Below ``LEARNED_ENOUGH`` it still says so; above it, that the
-# ranking is of early training.
+# then that its claims could not rank the ideas. Below ``LEARNED_ENOUGH`` it still says so; above it, that above
+# chance is not learned: the learning check against CLIP's untrained network decides (``learned_text``).
 LEARNED_ENOUGH = 0.05  # above-chance accuracy on the claim metric (5 pp) below which the page warns
 
 
@@ -1074,11 +1082,12 @@ def learning_check(results: Mapping[Row, Sequence[dict]], scale: str, metric: st
     )
 
 
-def learned_text(results: Mapping[Any, Sequence[dict]]) -> str:
+def learned_text(results: Mapping[Any, Sequence[dict]], claims: Sequence[Claim] | None = None) -> str:
     """Whether CLIP, the reference of every claim, has learned at each length (``claims.reference_learning`` on the
-    first claim and on its longer form, with the untrained networks in the store): the scorecard's words, in one
-    sentence, and what a length whose CLIP has not learned leaves of its claims."""
-    claim = CLAIMS[0]  # every claim's reference is CLIP at equal samples (its equal-seconds claims too)
+    first claim of ``CLAIMS``, or of ``claims``: ``claims_on`` the page's data, and on its longer form, with the
+    untrained networks in the store): the scorecard's words, in one sentence, and what a length whose CLIP has not
+    learned leaves of its claims."""
+    claim = (claims or CLAIMS)[0]  # every claim's reference is CLIP at equal samples (its equal-seconds claims too)
     parts, unlearned = [], []
     for label, c in (("at equal samples", claim), (f"at {LONGER}x the samples", claim.mapped(longer))):
         if not all(results.get(row) for row in c.rows()):

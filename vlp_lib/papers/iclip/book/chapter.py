@@ -453,8 +453,13 @@ AT_CHANCE_MARGIN = 0.1
 def seeds_at_chance(records: Sequence[dict], data: Data = WORLD) -> int:
     """How many of ``records`` (iCLIP runs, one per seed) ended with their class loss (``final_class_loss``) within
     ``AT_CHANCE_MARGIN`` of chance, ln(classes) of ``data``."""
+    return _at_chance(final_class_loss(records), data)
+
+
+def _at_chance(losses: Sequence[float], data: Data) -> int:
+    """How many of the final class ``losses`` lie within ``AT_CHANCE_MARGIN`` of ln(classes) of ``data``."""
     chance = float(np.log(class_count(data)))
-    return sum(v > chance - AT_CHANCE_MARGIN for v in final_class_loss(records))
+    return sum(v > chance - AT_CHANCE_MARGIN for v in losses)
 
 
 def class_loss_table(results: Mapping[Row, Sequence[dict]], rows: Sequence[Row], data: Data = WORLD) -> pd.DataFrame:
@@ -468,7 +473,7 @@ def class_loss_table(results: Mapping[Row, Sequence[dict]], rows: Sequence[Row],
         losses = final_class_loss(records)
         line: dict[str, Any] = {"row": row.label + (f", {row.units:g}x as long" if row.units != 1 else "")}
         line.update({f"seed {r['config']['seed']}": f"{v:.2f}" for r, v in zip(records, losses)})
-        line["at chance"] = f"{seeds_at_chance(records, data)} of {len(losses)}"
+        line["at chance"] = f"{_at_chance(losses, data)} of {len(losses)}"
         lines.append(line)
     return pd.DataFrame(lines).set_index("row")
 
