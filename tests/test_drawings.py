@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vlp_lib import runs
+from vlp_lib.book.claims import UNTRAINED_ATTACHED
 from vlp_lib.book.lineup import CLIP, VARIANTS
 from vlp_lib.data import folder_tasks
 from vlp_lib.papers.drawings.book import chapter
@@ -113,21 +115,85 @@ def test_claims_read_the_first_folder_task_and_a_variant_not_run_says_why(data):
     assert folder_tasks.is_folder_task(chapter.CLASS_DATA)
 
 
-def _records(values: dict[str, float], seeds=(0, 1, 2)) -> list[dict]:
+def _records(values: dict[str, float], seeds=(0, 1, 2), untrained: dict[str, float] | None = None) -> list[dict]:
+    """Made-up records of ``seeds``; with ``untrained``, each carries its network untrained (as a chapter attaches
+    it: what the scorecard's learning rule reads)."""
     rng = np.random.default_rng(0)
-    return [{"config": {"seed": s}, "metrics": {k: v + 0.01 * rng.normal() for k, v in values.items()}} for s in seeds]
+    out = [{"config": {"seed": s}, "metrics": {k: v + 0.01 * rng.normal() for k, v in values.items()}} for s in seeds]
+    if untrained is not None:
+        for record, network in zip(out, _untrained(untrained, seeds)):
+            record[UNTRAINED_ATTACHED] = network
+    return out
 
 
-def test_the_learning_check_warns_when_clip_has_not_learned(data):
+def _untrained(values: dict[str, float], seeds=(0, 1, 2)) -> list[dict]:
+    return [{**r, "kind": runs.UNTRAINED_KIND} for r in _records(values, seeds)]
+
+
+def test_the_learning_check_reads_the_scorecards_rule_at_both_lengths(data):
     metric = chapter.claim_metric(data)
-    learned = {CLIP: _records({metric: 0.65}), chapter.UNTRAINED: _records({metric: 0.55})}
-    flat = {CLIP: _records({metric: 0.56}), chapter.UNTRAINED: _records({metric: 0.55})}
-    assert "CLIP learned" in chapter.learning_sentence(learned, data)
-    assert "cannot rank the ideas" in chapter.learning_sentence(flat, data)
+    long_seeds = (0, 1)
+    learned = {
+        CLIP: _records({metric: 0.65}, untrained={metric: 0.55}),
+        chapter.UNTRAINED: _untrained({metric: 0.55}),
+    }
+    flat = {CLIP: _records({metric: 0.55}, untrained={metric: 0.55}), chapter.UNTRAINED: _untrained({metric: 0.55})}
+    sentence = chapter.learning_sentence(learned, data)
+    assert "learned by the scorecard's rule: yes, +10.0 pp" in sentence and "CLIP learned" in sentence
+    assert f"at {chapter.LONGER}x" not in sentence  # no longer rows: one length
+    assert "is at the floor" in chapter.learning_sentence(flat, data)
+    longer = {
+        chapter.longer(CLIP): _records({metric: 0.75}, long_seeds, untrained={metric: 0.55}),
+        chapter.longer(chapter.UNTRAINED): _untrained({metric: 0.55}, long_seeds),
+    }
+    both = chapter.learning_sentence({**flat, **longer}, data)
+    assert f"at {chapter.LONGER}x the samples (seeds 0, 1)" in both and "yes, +20.0 pp" in both
+    assert "every claim at the book's length is at the floor" in both
     table = chapter.learning_table(learned, data)
     assert list(table.columns) == ["untrained (%)", "CLIP (%)", "gain"] and "+10.0 pp" in table.iloc[0]["gain"]
+    table = chapter.learning_table({**learned, **longer}, data)
+    assert list(table.columns)[3:] == [f"CLIP at {chapter.LONGER}x (%)", f"gain at {chapter.LONGER}x"]
+    assert "+20.0 pp" in table.iloc[0][f"gain at {chapter.LONGER}x"]
     gains = chapter.gains_table({**learned, "tp_postag": _records({metric: 0.6})}, [CLIP, "tp_postag"], data)
     assert gains.loc["categories: zero-shot top-1", "TP_Postag (K = 50)"] == "—"  # no text tower, no zero-shot
+
+
+def test_every_claim_is_judged_again_at_four_times_the_samples_on_the_first_three_seeds(data, tmp_path):
+    assert chapter.LONGER_IDS == tuple(c.id for c in chapter.CLAIMS)  # CLIP learns and every idea against CLIP
+    assert chapter.longer_seeds("laptop", [0, 1, 2, 3, 4]) == [0, 1, 2]
+    assert chapter.row_seeds(chapter.longer("protoclip"), "laptop", [0, 1, 2, 3, 4]) == [0, 1, 2]
+    assert chapter.row_seeds("protoclip", "laptop", [0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="already"):
+        chapter.longer(chapter.longer(CLIP))
+    short, long = (chapter.config(row, "laptop", 0, data) for row in (CLIP, chapter.longer(CLIP)))
+    assert long.train.epochs == pytest.approx(chapter.LONGER * short.train.epochs, rel=0.01)  # the same recipe, longer
+    assert chapter.config(chapter.longer(chapter.UNTRAINED), "laptop", 0, data) == long
+    metric = chapter.claim_metric(data)
+    seeds = (0, 1, 2)
+    results = {
+        CLIP: _records({metric: 0.55}, (0, 1, 2, 3, 4), untrained={metric: 0.55}),  # not learned at 1x
+        chapter.UNTRAINED: _untrained({metric: 0.55}, (0, 1, 2, 3, 4)),
+        "protoclip": _records({metric: 0.565}, (0, 1, 2, 3, 4)),
+        chapter.longer(CLIP): _records({metric: 0.66}, seeds, untrained={metric: 0.55}),
+        chapter.longer(chapter.UNTRAINED): _untrained({metric: 0.55}, seeds),
+        chapter.longer("protoclip"): _records({metric: 0.70}, seeds),
+    }
+    claims = chapter.claims_on(data, variants=[CLIP, "protoclip"])
+    table = chapter.claims_table(results, claims).assign(verdict_fdr=lambda t: t["verdict"])
+    assert table.loc["D_protoclip", "verdict"] == "floor: the reference has not learned"
+    assert table.loc["D_protoclip", "verdict_longer"].startswith(f"at {chapter.LONGER}x: reproduced (+4.")
+    assert table.loc["D_protoclip", "verdict_longer"].endswith("; the reference learns only with more training")
+    assert table.loc["D_clip_learns", "verdict_longer"].startswith(f"at {chapter.LONGER}x: reproduced (+11.")
+    lengths = chapter.lengths_table(table)
+    assert list(lengths.index) == list(chapter.LONGER_IDS) and lengths.loc["D_unicl", lengths.columns[-1]] == ""
+    assert lengths.loc["D_clip_learns", "comparison"] == "CLIP − untrained"
+    assert "reproduced: CLIP − untrained (+11." in chapter.trend_summary(table)
+    note = chapter.headline_note(table.reset_index(names="id"))
+    assert note.startswith(f"Trained {chapter.LONGER}x as long (seeds 0, 1, 2;")
+    long_lines = chapter.longer_lines(results, claims)
+    assert "D_protoclip" in long_lines.index and "D_unicl" not in long_lines.index  # a claim not run has no line
+    fig = chapter.lengths_figure(table, long_lines, data, tmp_path / "two_lengths.png")
+    assert (tmp_path / "two_lengths.png").is_file() and len(fig.axes[0].get_yticklabels()) == len(lengths)
 
 
 def test_the_paper_scale_runs_shipped_from_a_gpu_are_shown_against_clip_seed_by_seed(tmp_path):
@@ -149,7 +215,7 @@ def test_the_paper_scale_runs_shipped_from_a_gpu_are_shown_against_clip_seed_by_
 
 
 def test_the_transfer_table_sets_each_ideas_verdict_on_real_drawings_beside_the_worlds(monkeypatch):
-    # the words at 5% FDR on both sides (the words the two pages state), never the words judged alone
+    # the words at 5% FDR on both sides (the words the two pages state) at 1x, each judged alone at 4x
     world = pd.DataFrame(
         [
             {
@@ -157,9 +223,15 @@ def test_the_transfer_table_sets_each_ideas_verdict_on_real_drawings_beside_the_
                 "verdict": "reproduced",
                 "verdict_fdr": "inconclusive",
                 "book_value": "-0.4 pp",
+                "verdict_longer": "at 4x: reproduced (+7.08 pp, 95% interval [+1.30, +12.85]); holds",
             },
-            {"id": "H_unicl_samples", "verdict": "no effect", "verdict_fdr": "no effect", "book_value": "+0.1 pp"},
-            {"id": "H_unicl_seconds", "verdict": "reproduced", "verdict_fdr": "reproduced", "book_value": "+3.0 pp"},
+            {
+                "id": "H_unicl_samples",
+                "verdict": "no effect",
+                "verdict_fdr": "floor: the reference has not learned",
+                "book_value": "+0.1 pp",
+                "verdict_longer": "at 4x: reproduced (+19.70 pp, 95% interval [+13.93, +25.47]); holds",
+            },
         ]
     ).set_index("id")
     monkeypatch.setattr(chapter, "world_claims", lambda scale: world)
@@ -168,14 +240,17 @@ def test_the_transfer_table_sets_each_ideas_verdict_on_real_drawings_beside_the_
             "verdict": ["reproduced", "reproduced", None, "opposite"],
             "verdict_fdr": ["inconclusive", "reproduced", None, "opposite"],
             "book_value": ["+0.2 pp", "+2.0 pp", "", ""],
+            "verdict_longer": ["at 4x: reproduced (+3.00 pp, 95% interval [+1.00, +5.00]); holds", "", "", ""],
         },
         index=["D_protoclip", "D_unicl", "D_iclip", "D_not_a_variant"],
     )
     table = chapter.transfer_table(drawings)
     assert list(table.index) == [VARIANTS[v].label for v in ("protoclip", "unicl", "iclip")]
+    assert len(table.columns) <= 5  # with the index, six columns: the page's width
     proto, unicl, iclip = (table.loc[VARIANTS[v].label] for v in ("protoclip", "unicl", "iclip"))
-    assert proto["what carried over"] == "carried over: inconclusive on both"
-    assert proto["world (head to head)"] == "inconclusive (-0.4 pp)"
-    assert proto["real drawings"] == "inconclusive (+0.2 pp)"
-    assert unicl["what carried over"] == "did not carry over: no effect on the world, reproduced on real drawings"
-    assert iclip["what carried over"] == "cannot be compared: the world's claim is not run"
+    assert proto["world, 1x"] == "inconclusive (-0.4 pp)" and proto["drawings, 1x"] == "inconclusive (+0.2 pp)"
+    assert proto["world, 4x"] == "reproduced (+7.08 pp)" and proto["drawings, 4x"] == "reproduced (+3.00 pp)"
+    assert proto["what carried over"] == "1x: carried over: inconclusive on both; 4x: carried over: reproduced on both"
+    assert unicl["what carried over"].startswith("1x: cannot be compared: the world's claim is untested (floor")
+    assert unicl["what carried over"].endswith("4x: cannot be compared: this claim is not run")
+    assert iclip["what carried over"].startswith("1x: cannot be compared: the world's claim is not run")

@@ -36,10 +36,10 @@ import pandas as pd
 import torch
 
 from vlp_lib import experiment, runs
-from vlp_lib.book import lineup
-from vlp_lib.book.claims import Claim, declare, judge_stored
+from vlp_lib.book import lengths, lineup, report
+from vlp_lib.book.claims import Claim, declare, judge_stored, reference_learning, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
-from vlp_lib.book.lineup import CLIP, IMAGE_ONLY_SIZE, VARIANTS, Data, run_of
+from vlp_lib.book.lineup import CLIP, VARIANTS, Data, run_of
 from vlp_lib.book.plan import seeds_parameter
 from vlp_lib.book.report import (
     fmt,
@@ -60,7 +60,7 @@ from vlp_lib.run_config import RunConfig
 PAPER = "Real drawings"
 NOTEBOOK = "drawings"
 BUILD_COMMAND = "make openclipart"
-SIZE = 64  # the renders every variant decodes from (32 px for the line-up's tower, 64 for TP_Postag and ICMLM)
+SIZE = 64  # the renders every variant decodes from (the line-up's tower takes them at 32 px)
 ROOT = f"data:openclipart/{SIZE}px"
 TRAIN_DATA = f"{ROOT}/pairs.csv"
 CATEGORY = f"folder:{ROOT}/category"
@@ -89,10 +89,10 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         class_images=256,
         detector_images=None,
         lm={},
-        image_only_size=IMAGE_ONLY_SIZE,  # TP_Postag and ICMLM at 64 px: a difference the config audit lists
         head_hidden=64,
         head_dim=32,
         seeds=(0,),  # smoke runs every line once: its numbers are not evidence
+        longer_seeds=1,
     ),
     "laptop": dict(
         model="rn-tiny",
@@ -108,10 +108,12 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         class_images=10_240,
         detector_images=None,
         lm={},
-        image_only_size=IMAGE_ONLY_SIZE,  # TP_Postag and ICMLM at 64 px: a difference the config audit lists
         head_hidden=512,
         head_dim=64,
         seeds=(0, 1, 2, 3, 4),
+        # the runs at LONGER times the samples: the first three seeds (planned before any of them ran, as the head to
+        # head's): five would cost about 35 minutes more than three
+        longer_seeds=3,
     ),
     "paper": dict(
         model="RN50",
@@ -127,10 +129,10 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         class_images=10_240,
         detector_images=None,
         lm={},
-        image_only_size=IMAGE_ONLY_SIZE,  # TP_Postag and ICMLM at 64 px: a difference the config audit lists
         head_hidden=2_048,
         head_dim=128,
         seeds=(0, 1, 2, 3, 4),
+        longer_seeds=3,
     ),
 }
 DEFAULT_VARIANTS: list[str] = [
@@ -156,6 +158,41 @@ def resolve_seeds(scale: str, seeds: Any) -> list[int]:
     """A notebook's ``seeds`` parameter: ``None`` is the scale's default (``plan.seeds_parameter``)."""
     scale_defaults(scale)
     return seeds_parameter(scale, seeds, CHAPTER_SCALES[scale]["seeds"])
+
+
+def longer_seeds(scale: str, seeds: Sequence[int]) -> list[int]:
+    """The seeds of the runs at ``LONGER`` times the samples: the first ``longer_seeds`` of ``seeds``."""
+    return list(seeds)[: CHAPTER_SCALES[scale]["longer_seeds"]]
+
+
+# Two training lengths (the trend a reader needs before extrapolating): every claim (CLIP learns, and each idea
+# against CLIP at equal samples) judged again with its two rows trained LONGER times as long, on the first
+# ``longer_seeds`` seeds, the same recipe. A row at the longer length is the variant's name with LONGER_SUFFIX
+# (``longer``): rows stay names, so that the page's results and the pinned configs are keyed alike.
+LONGER = 4
+LONGER_SUFFIX = f"@{LONGER}x"
+
+
+def longer(row: str) -> str:
+    """``row`` trained ``LONGER`` times as long (a claim's rows at the longer length, ``claims.with_longer``)."""
+    if is_longer(row):
+        raise ValueError(f"{row!r} is already at the longer length")
+    return row + LONGER_SUFFIX
+
+
+def is_longer(row: str) -> bool:
+    """Whether ``row`` is a row at ``LONGER`` times the samples."""
+    return str(row).endswith(LONGER_SUFFIX)
+
+
+def base_row(row: str) -> str:
+    """The variant (or ``UNTRAINED``) that ``row`` trains, at either length."""
+    return str(row).removesuffix(LONGER_SUFFIX)
+
+
+def row_seeds(row: str, scale: str, seeds: Sequence[int]) -> list[int]:
+    """The seeds ``row`` runs on: ``seeds``, or their first ``longer_seeds`` for a row at the longer length."""
+    return longer_seeds(scale, seeds) if is_longer(row) else list(seeds)
 
 
 def check_variants(variants: Any) -> list[str]:
@@ -266,12 +303,14 @@ def config(
     data: Data = DRAWINGS,
     sizes: Mapping[str, Any] | None = None,
 ) -> RunConfig:
-    """The validated config of ``variant``'s run at equal samples on ``data`` (``lineup.config``); ``UNTRAINED`` is
-    CLIP's (its network before any step). ``sizes``: ``sizes_on(scale, data)`` when the caller has it (it counts the
-    pairs, reading the whole source)."""
-    name = CLIP if variant == UNTRAINED else variant
+    """The validated config of ``variant``'s run at equal samples on ``data`` (``lineup.config``), ``LONGER`` times
+    them for a row at the longer length (``longer``); ``UNTRAINED`` is CLIP's (its network before any step).
+    ``sizes``: ``sizes_on(scale, data)`` when the caller has it (it counts the pairs, reading the whole source)."""
+    name = base_row(variant)
+    name = CLIP if name == UNTRAINED else name
+    factor = LONGER if is_longer(variant) else 1
     sizes = sizes if sizes is not None else sizes_on(scale, data)
-    return lineup.config(run_of(name, lineup.unit_episodes(sizes)), scale, seed, data, sizes, EVAL_TASKS)
+    return lineup.config(run_of(name, factor * lineup.unit_episodes(sizes)), scale, seed, data, sizes, EVAL_TASKS)
 
 
 def skipped(variants: Sequence[str], data: Data = DRAWINGS) -> dict[str, str]:
@@ -329,32 +368,39 @@ def text_metric(key: str) -> bool:
 def run_chapter(
     scale: str, seeds: Sequence[int], variants: Sequence[str], data: Data = DRAWINGS, progress: bool = True
 ) -> dict[str, list[dict]]:
-    """Every variant at equal samples on every seed, and CLIP's network untrained on every seed (``UNTRAINED``):
-    ``{row: [record per seed]}``. Every config is built (so validated) before anything trains; stored runs are
-    loaded; the ``skipped`` variants are left out."""
+    """Every variant at equal samples on every seed, then every variant at ``LONGER`` times the samples on the first
+    ``longer_seeds``, and CLIP's network untrained at both (``UNTRAINED``, ``longer(UNTRAINED)``): ``{row: [record
+    per seed]}``. Every config is built (so validated) before anything trains; stored runs are loaded; the
+    ``skipped`` variants are left out."""
     left_out = skipped(variants, data)
-    rows = [v for v in variants if v not in left_out]
+    short = [v for v in variants if v not in left_out]
     sizes = sizes_on(scale, data)
-    configs = {v: [config(v, scale, s, data, sizes) for s in seeds] for v in rows}
+    configs = {
+        row: [config(row, scale, s, data, sizes) for s in row_seeds(row, scale, seeds)]
+        for row in [*short, *(longer(v) for v in short)]
+    }
     results: dict[str, list[dict]] = {}
-    for v, cs in configs.items():
+    for row, cs in configs.items():
         found = lineup.records(cs, compute=True, progress=progress)
         assert found is not None
-        results[v] = found
-    results[UNTRAINED] = [experiment.untrained(c, verbose=False) for c in configs[CLIP]]
+        results[row] = found
+    for clip in (CLIP, longer(CLIP)):
+        untrained = UNTRAINED if clip == CLIP else longer(UNTRAINED)
+        results[untrained] = [experiment.untrained(c, verbose=False) for c in configs[clip]]
     return results
 
 
 def stored(row: str, scale: str = "laptop", seeds: Sequence[int] | None = None, data: Data = DRAWINGS) -> Any:
-    """The stored records of ``row`` for every seed, or ``None`` if any is missing (or stale). On the drawings when
+    """The stored records of ``row`` for every seed (a row at the longer length: the first ``longer_seeds``), or
+    ``None`` if any is missing (or stale). On the drawings when
     they are not built here (a reader who restored the release), the runs are found by their configs pinned in
     ``PINNED`` (``pinned_stored``): judging reads records, never pixels."""
-    seeds = list(seeds or resolve_seeds(scale, None))
+    seeds = row_seeds(row, scale, seeds or resolve_seeds(scale, None))
     if data == DRAWINGS and not built(data):
         return pinned_stored(row, scale, seeds)
     sizes = sizes_on(scale, data)
     configs = [config(row, scale, s, data, sizes) for s in seeds]
-    if row == UNTRAINED:
+    if base_row(row) == UNTRAINED:
         found = [experiment.stored_untrained(c) for c in configs]
         return None if any(r is None for r in found) else found
     return lineup.records(configs, compute=False, progress=False)
@@ -383,13 +429,15 @@ def pinned_configs(scale: str = "laptop") -> dict[str, dict[str, dict[str, Any]]
 
 
 def pin(scale: str = "laptop", seeds: Sequence[int] | None = None) -> Path:
-    """Pin the configs of every row's runs at ``scale`` on the drawings (built here) into ``PINNED``."""
+    """Pin the configs of every row's runs at ``scale`` on the drawings (built here), at both lengths, into
+    ``PINNED``."""
     check_built(DRAWINGS)
     seeds = list(seeds or resolve_seeds(scale, None))
     sizes = sizes_on(scale, DRAWINGS)
     rows: dict[str, dict[str, Any]] = {}
     for row in [*DEFAULT_VARIANTS, UNTRAINED]:
-        rows[row] = {str(s): config(row, scale, s, DRAWINGS, sizes).to_dict() for s in seeds}
+        for r in (row, longer(row)):
+            rows[r] = {str(s): config(r, scale, s, DRAWINGS, sizes).to_dict() for s in row_seeds(r, scale, seeds)}
     pinned = json.loads(PINNED.read_text()) if PINNED.exists() else {}
     pinned[scale] = rows
     PINNED.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
@@ -397,19 +445,21 @@ def pin(scale: str = "laptop", seeds: Sequence[int] | None = None) -> Path:
 
 
 def pinned_stored(row: str, scale: str, seeds: Sequence[int]) -> list[dict] | None:
-    """``stored`` by the pinned configs: the records of ``row`` for every seed, ``None`` if any is missing, stale or
-    not pinned."""
+    """``stored`` by the pinned configs: the records of ``row`` for every seed (a row at the longer length: the first
+    ``longer_seeds``), ``None`` if any is missing, stale or not pinned."""
+    seeds = row_seeds(row, scale, seeds)
     configs = pinned_configs(scale).get(row, {})
     if any(str(s) not in configs for s in seeds):
         return None
     out = []
     for s in seeds:
         cfg = configs[str(s)]
-        kind = experiment.UNTRAINED_KIND if row == UNTRAINED else experiment.RUN_KIND
+        untrained = base_row(row) == UNTRAINED
+        kind = experiment.UNTRAINED_KIND if untrained else experiment.RUN_KIND
         record = runs.load(kind, cfg, paper=paper_of(cfg["method"]))
         if record is None:
             return None
-        out.append(record if row == UNTRAINED else lineup.variant_record(record))
+        out.append(record if untrained else lineup.variant_record(record))
     return out
 
 
@@ -464,6 +514,14 @@ def _claims(data: Data = DRAWINGS) -> list[Claim]:
 NO_TEXT_TOWER = ("context_length", "TP_Postag has no text tower: its captions are read for their word tags only")
 KNOBS: dict[str, tuple[str, ...]] = {f"D_{v}": ("method",) for v in DEFAULT_VARIANTS if v != CLIP}
 CLAIMS: list[Claim] = declare(_claims(), KNOBS, {"D_tp_postag": (NO_TEXT_TOWER,)})
+# every claim is a headline one here (CLIP learns, and each idea against CLIP at equal samples): each is judged at the
+# book's length and at LONGER times it (``verdict_longer``)
+LONGER_IDS: tuple[str, ...] = tuple(c.id for c in CLAIMS)
+
+
+def compared_claims() -> list[Claim]:
+    """``CLAIMS`` and their claims on the longer rows (``claims.with_longer_claims``)."""
+    return with_longer_claims(CLAIMS, longer, LONGER_IDS)
 
 
 def claims_on(data: Data = DRAWINGS, variants: Sequence[str] | None = None) -> list[Claim]:
@@ -482,8 +540,25 @@ def claims_on(data: Data = DRAWINGS, variants: Sequence[str] | None = None) -> l
 
 
 def claims_table(results: Mapping[str, Sequence[dict]], claims: Sequence[Claim] | None = None) -> pd.DataFrame:
-    """The claims (``CLAIMS`` or ``claims``) judged on the page's ``{row: records}``."""
-    return _claims_table(list(claims or CLAIMS), results, PAPER, NOTEBOOK, (NOTEBOOK,))
+    """The claims (``CLAIMS`` or ``claims``) judged on the page's ``{row: records}``, each also at ``LONGER`` times
+    the samples where its longer rows are in ``results`` (``verdict_longer``)."""
+    return _claims_table(
+        list(claims or CLAIMS),
+        results,
+        PAPER,
+        NOTEBOOK,
+        (NOTEBOOK,),
+        longer=longer,
+        longer_ids=LONGER_IDS,
+        factor=LONGER,
+    )
+
+
+def longer_lines(results: Mapping[str, Sequence[dict]], claims: Sequence[Claim] | None = None) -> pd.DataFrame:
+    """The claims (``CLAIMS`` or ``claims``: ``claims_on`` the page's data) judged on their rows at ``LONGER`` times
+    the samples (the lines whose verdict and value ``verdict_longer`` states), indexed by claim id."""
+    chosen = [c.mapped(longer) for c in claims or CLAIMS if c.id in LONGER_IDS and c.kind != "not_run"]
+    return _claims_table(chosen, results, PAPER)
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
@@ -495,13 +570,13 @@ def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[di
     if not built(DRAWINGS) and not pinned_configs(scale):
         reason = f"the drawings are not built here and no run configs are pinned at scale {scale!r}: `{BUILD_COMMAND}`"
         return judge_stored([replace(c, kind="not_run", reason=reason) for c in CLAIMS], lambda row: None, PAPER)
-    return judge_stored(CLAIMS, lambda row: stored(row, scale, seeds), PAPER)
+    return judge_stored(
+        CLAIMS, lambda row: stored(row, scale, seeds), PAPER, longer=longer, longer_ids=LONGER_IDS, factor=LONGER
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
 # tables and figures (presentation: nothing here is stored)
-
-LEARNED_ENOUGH = 0.05  # CLIP's gain over its untrained network on the claims' metric (5 pp) below which the page warns
 
 
 def inputs(data: Data = DRAWINGS) -> dict[str, str]:
@@ -518,46 +593,62 @@ def inputs(data: Data = DRAWINGS) -> dict[str, str]:
 
 
 def learning_table(results: Mapping[str, Sequence[dict]], data: Data = DRAWINGS) -> pd.DataFrame:
-    """CLIP against its own network untrained, per metric: both as mean ± std over seeds, the gain with its 95%
-    interval (paired by seed), and the largest class's share of the test images (what naming one class scores on
-    top-1; its class-balanced accuracy is 1 / classes)."""
+    """CLIP against its own network untrained, per metric: both as mean ± std over seeds and the gain with its 95%
+    interval (paired by seed); where ``results`` has the rows at ``LONGER`` times the samples, CLIP there and its
+    gain over the same network untrained on those seeds."""
     clip, untrained = results[CLIP], results[UNTRAINED]
+    long_clip, long_untrained = results.get(longer(CLIP)), results.get(longer(UNTRAINED))
     rows = []
     for key, label in metrics_on(data).items():
         if key not in clip[0]["metrics"] or key not in untrained[0]["metrics"]:
             continue
-        rows.append(
-            {
-                "metric": label,
-                "untrained (%)": fmt(*mean_std(seed_values(untrained, key))),
-                "CLIP (%)": fmt(*mean_std(seed_values(clip, key))),
-                "gain": lineup.paired_gain(clip, untrained, key, " pp"),
-            }
-        )
+        row = {
+            "metric": label,
+            "untrained (%)": fmt(*mean_std(seed_values(untrained, key))),
+            "CLIP (%)": fmt(*mean_std(seed_values(clip, key))),
+            "gain": lineup.paired_gain(clip, untrained, key, " pp"),
+        }
+        if long_clip and long_untrained:
+            row[f"CLIP at {LONGER}x (%)"] = fmt(*mean_std(seed_values(long_clip, key)))
+            row[f"gain at {LONGER}x"] = lineup.paired_gain(long_clip, long_untrained, key, " pp")
+        rows.append(row)
     return pd.DataFrame(rows).set_index("metric")
 
 
 def learning_sentence(results: Mapping[str, Sequence[dict]], data: Data = DRAWINGS) -> str:
-    """CLIP's gain over its untrained network on the claims' metric in one sentence, and what it means for the
-    claims: below ``LEARNED_ENOUGH`` (or with an interval reaching 0) the page says the claims cannot rank the
-    ideas."""
+    """CLIP's gain over its untrained network on the claims' metric at each length run (the book's, and ``LONGER``
+    times the samples where ``results`` has those rows), and whether it learned by the scorecard's rule
+    (``claims.reference_learning``, ``report.LEARNED_RULE``: the rule that puts a claim at the floor), in a few
+    sentences, with what it leaves of the claims."""
     key = claim_metric(data)
-    clip, untrained = results[CLIP], results[UNTRAINED]
-    d = record_differences(clip, untrained, key)
-    gain = float(np.mean(d))
-    lo = paired_interval(d)[0] if len(d) > 1 else gain
-    before, after = (100 * float(np.mean(seed_values(r, key))) for r in (untrained, clip))
-    text = (
-        f"On the {metrics_on(data)[key]}, training took CLIP from {before:.1f}% (its network untrained) to "
-        f"{after:.1f}%: {lineup.paired_gain(clip, untrained, key, ' pp')}"
-    )
-    if gain < LEARNED_ENOUGH or lo <= 0:
-        return text + (
-            ". CLIP has barely learned beyond what its initial weights already separate: the claims below compare "
-            "models that have not learned much from the pairs, so they cannot rank the ideas, whatever their verdicts."
+    reference_claim = _claims(data)[1]  # an idea against CLIP: its reference is the CLIP of every claim below
+    parts, unlearned = [], []
+    for clip, untrained, claim, label in (
+        (CLIP, UNTRAINED, reference_claim, "at the book's length"),
+        (longer(CLIP), longer(UNTRAINED), reference_claim.mapped(longer), f"at {LONGER}x the samples"),
+    ):
+        if not results.get(clip) or not results.get(untrained):
+            continue
+        before, after = (100 * float(np.mean(seed_values(results[r], key))) for r in (untrained, clip))
+        seeds = ", ".join(str(r["config"]["seed"]) for r in results[clip])
+        text, learned = reference_learning(claim, results)
+        parts.append(
+            f"{label} (seeds {seeds}), from {before:.1f}% untrained to {after:.1f}%: "
+            f"{lineup.paired_gain(results[clip], results[untrained], key, ' pp')}; learned by the scorecard's rule: "
+            f"{text or 'not checked'}"
         )
-    return text + (
-        ". CLIP learned from the pairs, though its untrained network already sorts many drawings by their ink: the "
+        if learned is False:
+            unlearned.append(label)
+    if not parts:
+        return "CLIP's learning check has no runs to read"
+    sentence = f"On the {metrics_on(data)[key]}, training took CLIP " + "; ".join(parts) + "."
+    if unlearned:
+        return sentence + (
+            f" So every claim {' and '.join(unlearned)} is at the floor: it compares models whose reference has not "
+            "learned what the metric reads."
+        )
+    return sentence + (
+        " CLIP learned from the pairs, though its untrained network already sorts many drawings by their ink: the "
         "claims compare what each idea adds to a real, small gain."
     )
 
@@ -584,16 +675,33 @@ def gains_table(results: Mapping[str, Sequence[dict]], variants: Sequence[str], 
 
 def world_claims(scale: str = "laptop") -> pd.DataFrame:
     """The head to head's claims judged at 5% FDR across the book (the scorecard's lines at ``scale``, indexed by id:
-    the words its page states); empty where no head to head is registered."""
+    the words its page states, with its ``verdict_longer``); empty where no head to head is registered."""
     card = scorecard_lines(scale)
     return card[card["paper"].isin([c.paper for c in registered_chapters() if c.name == "headtohead"])].set_index("id")
 
 
+UNTESTED = (report.FLOOR, report.UNEQUAL_SECONDS)  # a verdict that tests nothing: the two sides cannot be compared
+
+
+def carried_over(world: str, drawings: str) -> str:
+    """What carried over from the world's verdict ``world`` to the drawings' ``drawings`` (verdict words): the same
+    word on both, another, or why the two cannot be compared (a side not run, or untested)."""
+    for side, word in (("the world's claim", world), ("this claim", drawings)):
+        if not word or word == report.NOT_RUN:
+            return f"cannot be compared: {side} is not run"
+        if word in UNTESTED:
+            return f"cannot be compared: {side} is untested ({word})"
+    if world == drawings:
+        return f"carried over: {world} on both"
+    return f"did not carry over: {world} on the world, {drawings} on real drawings"
+
+
 def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.DataFrame:
-    """Each idea's verdict on the generated world (the head to head's equal-samples claim at 5% FDR, from the
-    scorecard through ``world_claims``) beside its verdict on the drawings (``drawing_claims``: the page's lines
-    judged across the book, ``report.book_fdr``'s), with a sentence on what carried over. Both are the words at 5% FDR
-    that the two pages state."""
+    """Each idea's verdict on the generated world (the head to head's equal-samples claim, from the scorecard through
+    ``world_claims``) beside its verdict on the drawings (``drawing_claims``: the page's lines judged across the book,
+    ``report.book_fdr``'s), at the book's length (the words at 5% FDR the two pages state) and at ``LONGER`` times the
+    samples (each judged alone, ``verdict_longer``: both chapters train their equal-samples claims 4x), with what
+    carried over at each length (``carried_over``)."""
     world = world_claims(scale)
     rows = []
     for claim_id, line in drawing_claims.iterrows():
@@ -601,25 +709,70 @@ def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.Da
         if variant not in VARIANTS:
             continue
         key = f"H_{variant}_samples"
-        on_world = world.loc[key] if key in world.index else pd.Series({"verdict_fdr": "not run", "book_value": ""})
-        a, b = str(on_world["verdict_fdr"] or "not run"), str(line["verdict_fdr"] or "not run")
-        if "not run" in (a, b):
-            sentence = (
-                "cannot be compared: " + ("the world's claim" if a == "not run" else "this claim") + " is not run"
-            )
-        elif a == b:
-            sentence = f"carried over: {a} on both"
-        else:
-            sentence = f"did not carry over: {a} on the world, {b} on real drawings"
+        on_world = world.loc[key] if key in world.index else pd.Series(dtype=object)
+        short = [str(side.get("verdict_fdr") or report.NOT_RUN) for side in (on_world, line)]
+        values = [str(side.get("book_value") or "") for side in (on_world, line)]
+        long = [lengths.longer_parts(str(side.get("verdict_longer") or ""), LONGER) for side in (on_world, line)]
         rows.append(
             {
                 "idea": VARIANTS[variant].label,
-                "world (head to head)": f"{a} ({on_world['book_value']})" if on_world["book_value"] else a,
-                "real drawings": f"{b} ({line['book_value']})" if line["book_value"] else b,
-                "what carried over": sentence,
+                "world, 1x": f"{short[0]} ({values[0]})" if values[0] else short[0],
+                "drawings, 1x": f"{short[1]} ({values[1]})" if values[1] else short[1],
+                f"world, {LONGER}x": f"{long[0][0]} ({long[0][1]})" if long[0][1] else long[0][0] or report.NOT_RUN,
+                f"drawings, {LONGER}x": f"{long[1][0]} ({long[1][1]})" if long[1][1] else long[1][0] or report.NOT_RUN,
+                "what carried over": f"1x: {carried_over(*short)}; {LONGER}x: "
+                + carried_over(*(part[0] or report.NOT_RUN for part in long)),
             }
         )
     return pd.DataFrame(rows).set_index("idea") if rows else pd.DataFrame()
+
+
+def variant_label(claim_id: str) -> str:
+    """The comparison claim ``claim_id`` makes, in a few words: "CLIP − untrained", or the variant's label (against
+    CLIP)."""
+    if claim_id == "D_clip_learns":
+        return "CLIP − untrained"
+    return VARIANTS[claim_id.removeprefix("D_")].label
+
+
+def lengths_table(claims: pd.DataFrame) -> pd.DataFrame:
+    """Per claim (``claims``: the page's lines at 5% FDR): its value and verdict at the book's length and its
+    verdict, value and trend at ``LONGER`` times the samples (``lengths.lengths_table``)."""
+    return lengths.lengths_table(claims, LONGER_IDS, LONGER, variant_label)
+
+
+def trend_summary(claims: pd.DataFrame) -> str:
+    """The claims at ``LONGER`` times the samples in one sentence (``lengths.trend_summary``)."""
+    return lengths.trend_summary(claims, LONGER_IDS, LONGER, variant_label)
+
+
+def lengths_figure(claims: pd.DataFrame, long_lines: pd.DataFrame, data: Data = DRAWINGS, path: Any = None) -> Any:
+    """Each claim's difference (CLIP over its untrained network, each idea over CLIP) at the book's length and at
+    ``LONGER`` times the samples (``lengths.lengths_figure``: the intervals the verdicts read)."""
+    return lengths.lengths_figure(
+        claims,
+        long_lines,
+        LONGER_IDS,
+        LONGER,
+        variant_label,
+        f"difference at equal samples, {metrics_on(data)[claim_metric(data)]} (pp; mean per seed, 95% interval)",
+        "Each claim at two training lengths",
+        path,
+    )
+
+
+def headline_note(lines: pd.DataFrame) -> str:
+    """One sentence for the chapter's opening page (``vlp_lib.book.findings.headline``), from its scorecard ``lines``
+    (with ``id`` and ``verdict_longer``): the claims at ``LONGER`` times the samples (``trend_summary``), which the
+    chapter's counts at 5% FDR leave out (judged alone); "" where none was run longer."""
+    table = lines.set_index("id") if "id" in lines.columns else lines
+    if "verdict_longer" not in table.columns or not (table["verdict_longer"].astype(str) != "").any():
+        return ""
+    seeds = ", ".join(map(str, longer_seeds("laptop", resolve_seeds("laptop", None))))
+    return (
+        f"Trained {LONGER}x as long (seeds {seeds}; each judged alone, outside the false-discovery-rate family): "
+        f"{trend_summary(table)}."
+    )
 
 
 def example_pairs(data: Data = DRAWINGS, n: int = 12, seed: int = 0) -> list[tuple[str, str]]:

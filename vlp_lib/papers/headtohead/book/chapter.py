@@ -34,7 +34,6 @@ runs when asked for.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,7 +43,7 @@ import pandas as pd
 
 from vlp_lib import experiment, runs
 from vlp_lib.book import data as book_data
-from vlp_lib.book import lineup, report
+from vlp_lib.book import lengths, lineup, report
 from vlp_lib.book.claims import Claim, declare, judge_stored, our_chance, reference_learning, with_longer_claims
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import (
@@ -890,40 +889,13 @@ def longer_lines(results: Mapping[Any, Sequence[dict]], claims: Sequence[Claim] 
 def lengths_table(claims: pd.DataFrame) -> pd.DataFrame:
     """Per equal-samples claim (``claims``: the page's lines at 5% FDR, ``report.book_fdr``'s): its value at the
     book's length with its interval, its verdict at 5% FDR, and its verdict, value and trend at ``LONGER`` times the
-    samples (``verdict_longer``, ``claims.TREND_RULE``)."""
-    ids = [i for i in LONGER_IDS if i in claims.index]
-    return pd.DataFrame(
-        {
-            "variant": [variant_label(i) for i in ids],
-            "at 1x: mean Δ per seed, 95% interval": [report.stated(claims.loc[i]) for i in ids],
-            "verdict at 5% FDR": claims.loc[ids, "verdict_fdr"],
-            f"at {LONGER}x: verdict (value); trend": claims.loc[ids, "verdict_longer"],
-        },
-        index=pd.Index(ids, name="id"),
-    )
+    samples (``lengths.lengths_table``)."""
+    return lengths.lengths_table(claims, LONGER_IDS, LONGER, variant_label, "variant")
 
 
 def trend_summary(claims: pd.DataFrame) -> str:
-    """The equal-samples claims at ``LONGER`` times the samples in one sentence: grouped by their verdict there (each
-    with its mean), then their trends (``claims.TREND_RULE``'s word, the end of ``verdict_longer``) with how many
-    claims read each ("reproduced: PyramidCLIP (+26.24 pp), ...; inconclusive: ...; trend: the reference learns only
-    with more training (7)"); "not run at the longer length" where no claim has one."""
-    verdicts: dict[str, list[str]] = {}
-    trends: dict[str, int] = {}
-    for i in LONGER_IDS:
-        text = str(claims.loc[i, "verdict_longer"]) if i in claims.index else ""
-        if not text:
-            continue
-        head, _, word = text.partition("; ")
-        verdict, _, value = head.removeprefix(f"at {LONGER}x: ").partition(" (")
-        mean = value.split(",")[0].removesuffix(")")
-        label = variant_label(i)
-        verdicts.setdefault(verdict, []).append(f"{label} ({mean})" if mean else label)
-        trends[word or "no trend word"] = trends.get(word or "no trend word", 0) + 1
-    if not verdicts:
-        return "not run at the longer length"
-    by_verdict = "; ".join(f"{v}: {', '.join(labels)}" for v, labels in verdicts.items())
-    return by_verdict + "; trend: " + ", ".join(f"{word} ({n})" for word, n in trends.items())
+    """The equal-samples claims at ``LONGER`` times the samples in one sentence (``lengths.trend_summary``)."""
+    return lengths.trend_summary(claims, LONGER_IDS, LONGER, variant_label)
 
 
 def headline_note(lines: pd.DataFrame) -> str:
@@ -940,52 +912,19 @@ def headline_note(lines: pd.DataFrame) -> str:
     )
 
 
-def _interval(line: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """A claim line's mean difference and 95% interval in pp (its ``book_value`` and ``interval`` texts, the numbers
-    the tables print), or ``None`` without an interval."""
-    numbers = re.findall(r"[-+]?\d+\.\d+", f"{line['book_value']} {line['interval']}")
-    return (float(numbers[0]), float(numbers[1]), float(numbers[2])) if len(numbers) >= 3 else None
-
-
 def lengths_figure(claims: pd.DataFrame, long_lines: pd.DataFrame, path: Any = None) -> Any:
-    """Each variant's gain over CLIP at equal samples, at the book's length and at ``LONGER`` times it: the claims'
-    means and 95% intervals (the claims table's at 1x, ``longer_lines``' at the longer length: the intervals the
-    verdicts read), the ±1 pp margin shaded; saved with ``plots.save`` at ``path``."""
-    import matplotlib as mpl
-    from matplotlib.figure import Figure
-
-    from vlp_lib.book import plots
-
-    ids = [i for i in LONGER_IDS if i in claims.index]
-    with mpl.rc_context(plots.STYLE):
-        fig = Figure(figsize=(8.0, 0.55 * len(ids) + 1.6), layout="constrained")
-        ax = fig.subplots()
-        ax.axvspan(-100 * report.NO_EFFECT_MARGIN, 100 * report.NO_EFFECT_MARGIN, color="0.9", zorder=0)
-        ax.axvline(0.0, color="0.4", lw=0.8)
-        for offset, lines, label, marker in (
-            (-0.15, claims, "the book's length (1x)", "o"),
-            (0.15, long_lines, f"{LONGER}x the samples", "s"),
-        ):
-            points = [(y, _interval(lines.loc[i])) for y, i in enumerate(ids) if i in lines.index]
-            shown = [(y, t) for y, t in points if t is not None]
-            if not shown:
-                continue
-            ax.errorbar(
-                [t[0] for _, t in shown],
-                [y + offset for y, _ in shown],
-                xerr=[[t[0] - t[1] for _, t in shown], [t[2] - t[0] for _, t in shown]],
-                fmt=marker,
-                capsize=3,
-                label=label,
-            )
-        ax.set_yticks(range(len(ids)), [variant_label(i) for i in ids])
-        ax.invert_yaxis()
-        ax.set_xlabel("gain over CLIP at equal samples, avg3 linear probe (pp; mean per seed, 95% interval)")
-        ax.set_title("Each variant against CLIP at two training lengths")
-        ax.legend(loc="lower right")
-    if path is not None:
-        plots.save(fig, path)
-    return fig
+    """Each variant's gain over CLIP at equal samples, at the book's length and at ``LONGER`` times it
+    (``lengths.lengths_figure``: the claims table's intervals at 1x, ``longer_lines``' at the longer length)."""
+    return lengths.lengths_figure(
+        claims,
+        long_lines,
+        LONGER_IDS,
+        LONGER,
+        variant_label,
+        "gain over CLIP at equal samples, avg3 linear probe (pp; mean per seed, 95% interval)",
+        "Each variant against CLIP at two training lengths",
+        path,
+    )
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:

@@ -1,0 +1,125 @@
+"""Two training lengths on a page: the table, sentence and figure of the claims a chapter judges again with every run
+they compare trained longer (``claims.with_longer``, ``claims.TREND_RULE``). The head to head and the real drawings
+both show them; a chapter's folder never imports another's, so what both use is here. Presentation only: it reads the
+claims' lines (their ``book_value``, ``interval``, ``verdict_fdr`` and ``verdict_longer``) and stores nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from vlp_lib.book import report
+
+
+def longer_parts(text: str, factor: float) -> tuple[str, str, str]:
+    """A ``verdict_longer`` text ("at 4x: reproduced (+7.08 pp, 95% interval [+1.30, +12.85]); holds") as its
+    verdict, its mean value ("+7.08 pp") and its trend word; ``("", "", "")`` for an empty text."""
+    if not text:
+        return "", "", ""
+    head, _, word = text.partition("; ")
+    verdict, _, value = head.removeprefix(f"at {factor:g}x: ").partition(" (")
+    return verdict, value.split(",")[0].removesuffix(")"), word
+
+
+def lengths_table(
+    claims: pd.DataFrame,
+    ids: Sequence[str],
+    factor: float,
+    label_of: Callable[[str], str],
+    label_column: str = "comparison",
+) -> pd.DataFrame:
+    """Per claim of ``ids`` (``claims``: the page's lines at 5% FDR, ``report.book_fdr``'s), labelled by
+    ``label_of(id)`` in column ``label_column``: its value at the book's length with its interval, its verdict at 5% FDR, and its verdict, value
+    and trend at ``factor`` times the training (``verdict_longer``)."""
+    shown = [i for i in ids if i in claims.index]
+    return pd.DataFrame(
+        {
+            label_column: [label_of(i) for i in shown],
+            "at 1x: mean Δ per seed, 95% interval": [report.stated(claims.loc[i]) for i in shown],
+            "verdict at 5% FDR": claims.loc[shown, "verdict_fdr"],
+            f"at {factor:g}x: verdict (value); trend": claims.loc[shown, "verdict_longer"],
+        },
+        index=pd.Index(shown, name="id"),
+    )
+
+
+def trend_summary(claims: pd.DataFrame, ids: Sequence[str], factor: float, label_of: Callable[[str], str]) -> str:
+    """The claims of ``ids`` at ``factor`` times the training in one sentence: grouped by their verdict there (each
+    labelled by ``label_of`` with its mean), then their trends (``claims.TREND_RULE``'s words) with how many claims
+    read each ("reproduced: PyramidCLIP (+26.24 pp), ...; inconclusive: ...; trend: the reference learns only with
+    more training (7)"); "not run at the longer length" where no claim has one."""
+    verdicts: dict[str, list[str]] = {}
+    trends: dict[str, int] = {}
+    for i in ids:
+        text = str(claims.loc[i, "verdict_longer"]) if i in claims.index else ""
+        verdict, mean, word = longer_parts(text, factor)
+        if not verdict:
+            continue
+        label = label_of(i)
+        verdicts.setdefault(verdict, []).append(f"{label} ({mean})" if mean else label)
+        trends[word or "no trend word"] = trends.get(word or "no trend word", 0) + 1
+    if not verdicts:
+        return "not run at the longer length"
+    by_verdict = "; ".join(f"{v}: {', '.join(labels)}" for v, labels in verdicts.items())
+    return by_verdict + "; trend: " + ", ".join(f"{word} ({n})" for word, n in trends.items())
+
+
+def interval(line: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """A claim line's mean difference and 95% interval in pp (its ``book_value`` and ``interval`` texts, the numbers
+    the tables print), or ``None`` without an interval."""
+    numbers = re.findall(r"[-+]?\d+\.\d+", f"{line['book_value']} {line['interval']}")
+    return (float(numbers[0]), float(numbers[1]), float(numbers[2])) if len(numbers) >= 3 else None
+
+
+def lengths_figure(
+    claims: pd.DataFrame,
+    long_lines: pd.DataFrame,
+    ids: Sequence[str],
+    factor: float,
+    label_of: Callable[[str], str],
+    xlabel: str,
+    title: str,
+    path: Any = None,
+) -> Any:
+    """Each claim of ``ids`` at the book's length and at ``factor`` times it: its mean and 95% interval (``claims``'
+    lines at 1x, ``long_lines``' at the longer length: the intervals the verdicts read), the ±1 pp no-effect margin
+    shaded; saved with ``plots.save`` at ``path``."""
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
+    from vlp_lib.book import plots
+
+    shown = [i for i in ids if i in claims.index]
+    with mpl.rc_context(plots.STYLE):
+        fig = Figure(figsize=(8.0, 0.55 * len(shown) + 1.6), layout="constrained")
+        ax = fig.subplots()
+        ax.axvspan(-100 * report.NO_EFFECT_MARGIN, 100 * report.NO_EFFECT_MARGIN, color="0.9", zorder=0)
+        ax.axvline(0.0, color="0.4", lw=0.8)
+        for offset, lines, label, marker in (
+            (-0.15, claims, "the book's length (1x)", "o"),
+            (0.15, long_lines, f"{factor:g}x the samples", "s"),
+        ):
+            points = [(y, interval(lines.loc[i])) for y, i in enumerate(shown) if i in lines.index]
+            drawn = [(y, t) for y, t in points if t is not None]
+            if not drawn:
+                continue
+            ax.errorbar(
+                [t[0] for _, t in drawn],
+                [y + offset for y, _ in drawn],
+                xerr=[[t[0] - t[1] for _, t in drawn], [t[2] - t[0] for _, t in drawn]],
+                fmt=marker,
+                capsize=3,
+                label=label,
+            )
+        ax.set_yticks(range(len(shown)), [label_of(i) for i in shown])
+        ax.invert_yaxis()
+        ax.set_xlabel(xlabel)
+        ax.set_title(title)
+        ax.legend(loc="lower right")
+    if path is not None:
+        plots.save(fig, path)
+    return fig
