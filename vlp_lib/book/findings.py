@@ -220,9 +220,9 @@ def chapter_text(card: pd.DataFrame, paper: str) -> str:
 
 
 def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int], note: str = "") -> str:
-    """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the chapter's own ``note`` (one
-    sentence, ``Chapter.headline_note``; none when empty), the seeds, and where the runs' configuration and the rules
-    are stated. The clause on cost claims (judged as costs, outside the false-discovery-rate family) only where the
+    """A chapter's opening-page headline (a MyST admonition): ``chapter_text``, the seeds, where the runs'
+    configuration and the rules are stated, then the chapter's own ``note`` (one sentence, ``Chapter.headline_note``;
+    none when empty). The clause on cost claims (judged as costs, outside the false-discovery-rate family) only where the
     chapter has cost claims, and the one on the verdict trained longer (judged alone) only where the primary claim has
     one: elsewhere they would name verdicts the page does not have."""
     part = card[card["paper"] == paper]
@@ -244,9 +244,10 @@ def headline(card: pd.DataFrame, paper: str, seeds: Sequence[int], note: str = "
     )
     return (
         "```{admonition} What this chapter finds\n"
-        f"{chapter_text(card, paper)}{' ' + note if note else ''} Seeds {', '.join(map(str, seeds))}, paired "
-        f"by seed; {family} ({{doc}}`executed/scorecard`, where the rules are stated). How the runs are configured: "
-        "{doc}`experiments`." + listed + "```"
+        f"{chapter_text(card, paper)} Seeds {', '.join(map(str, seeds))}, paired by seed; {family} "
+        "({doc}`executed/scorecard`, where the rules are stated). How the runs are configured: {doc}`experiments`."
+        # the note last: it may name verdicts outside the family (judged alone), which the sentence above must not cover
+        f"{' ' + note if note else ''}" + listed + "```"
     )
 
 

@@ -33,14 +33,21 @@ def lengths_table(
     label_column: str = "comparison",
 ) -> pd.DataFrame:
     """Per claim of ``ids`` (``claims``: the page's lines at 5% FDR, ``report.book_fdr``'s), labelled by
-    ``label_of(id)`` in column ``label_column``: its value at the book's length with its interval, its verdict at 5% FDR, and its verdict, value
-    and trend at ``factor`` times the training (``verdict_longer``)."""
+    ``label_of(id)`` in column ``label_column``: its value at the book's length with its interval, its verdict at 5%
+    FDR (with its word judged alone where the two differ: the trend compares the words judged alone at both lengths),
+    and its verdict, value and trend at ``factor`` times the training (``verdict_longer``)."""
     shown = [i for i in ids if i in claims.index]
     return pd.DataFrame(
         {
             label_column: [label_of(i) for i in shown],
             "at 1x: mean Δ per seed, 95% interval": [report.stated(claims.loc[i]) for i in shown],
-            "verdict at 5% FDR": claims.loc[shown, "verdict_fdr"],
+            # the word judged alone beside it where they differ: the trend compares the two lengths' words judged alone
+            "verdict at 5% FDR": [
+                report.verdict_text(str(claims.loc[i, "verdict_fdr"]), str(claims.loc[i, "verdict"]))
+                if "verdict" in claims.columns
+                else claims.loc[i, "verdict_fdr"]
+                for i in shown
+            ],
             f"at {factor:g}x: verdict (value); trend": claims.loc[shown, "verdict_longer"],
         },
         index=pd.Index(shown, name="id"),

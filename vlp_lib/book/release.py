@@ -485,7 +485,10 @@ def repage(names: Sequence[str], release: Path = RELEASE_DIR) -> dict[str, Any]:
         for nb in pages:
             shutil.copy(scratch / "executed" / f"{nb}.ipynb", release / PAGES / f"{nb}.ipynb")
         for name in chapters:
-            manifest["chapters"][name].update(notebooks=CHAPTERS[name], commit=head_commit())
+            # the day its pages were executed again: the entry's date and machine stay those of its runs
+            manifest["chapters"][name].update(
+                notebooks=CHAPTERS[name], commit=head_commit(), executed=datetime.date.today().isoformat()
+            )
     (release / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
@@ -523,14 +526,17 @@ def changed_files(entry: dict[str, Any]) -> list[str]:
 
 
 def provenance(entry: dict[str, Any], minutes: float | None = None) -> str:
-    """The note under an installed page's title: where its numbers come from and whether today's code still
-    makes them."""
+    """The note under an installed page's title: where its numbers come from (the commit, the day and machine its
+    runs were made, and the day its page was executed again where ``repage`` did so later) and whether today's code
+    still makes them."""
     m = entry["machine"]
     seeds = ", ".join(map(str, entry["seeds"])) or "as the page states"
     took = f"; this page took {minutes:.1f} min to execute" if minutes is not None else ""
+    executed = entry.get("executed")  # set by ``repage``: the page executed again later on the same records
+    again = f"; executed again on the release's records on {executed}" if executed and executed != entry["date"] else ""
     text = (
         f"```{{note}}\nNumbers from the book's release: commit `{(entry['commit'] or 'unknown')[:12]}`, "
-        f"{entry['date']}, {m['cpu']} ({m['cores']} cores), scale `{entry['scale']}`, seeds {seeds}{took}.\n```"
+        f"{entry['date']}, {m['cpu']} ({m['cores']} cores), scale `{entry['scale']}`, seeds {seeds}{took}{again}.\n```"
     )
     changed = changed_files(entry)
     if changed:

@@ -11,7 +11,7 @@ run's key is the same on every machine. A reader's own pairs replace them by par
 (``default_class_data``), and nothing reads the drawings unless a parameter names them.
 
 **The line-up** (``vlp_lib.book.lineup``, the head to head's): every variant on ``rn-tiny`` at 32 px (TP_Postag and
-ICMLM at 64), one batch, learning rate and schedule, at equal training samples; iCLIP and UniCL take the training
+ICMLM too), one batch, learning rate and schedule, at equal training samples; iCLIP and UniCL take the training
 split's categories as class data (iCLIP with WordNet definitions of the category names). Left out: PyramidCLIP's ROI
 terms (no boxes), DIME-FM (a comparison of teachers: ``LEFT_OUT``) and, for the budget, ICMLM (TP_Postag stands for
 its paper, as in the head to head; ``variants=["icmlm"]`` runs it).
@@ -19,7 +19,8 @@ its paper, as in the head to head; ``variants=["icmlm"]`` runs it).
 **The learning check comes first**: CLIP against the same network untrained (``experiment.untrained``: the weights
 its run starts from), on every metric the claims read; a random network's features already sort drawings by their
 ink, so chance is not the bar. **The claims**: CLIP learned (beats its own initialisation), and each idea beats CLIP
-(category linear probe, the metric of the head to head's claims), paired by seed, ``report.VERDICT_RULE``.
+(category linear probe, the metric of the head to head's claims), paired by seed, ``report.VERDICT_RULE``; each
+again with its runs trained ``LONGER`` times as long on the first ``longer_seeds`` seeds (``verdict_longer``).
 """
 
 from __future__ import annotations
@@ -634,8 +635,8 @@ def learning_sentence(results: Mapping[str, Sequence[dict]], data: Data = DRAWIN
         text, learned = reference_learning(claim, results)
         parts.append(
             f"{label} (seeds {seeds}), from {before:.1f}% untrained to {after:.1f}%: "
-            f"{lineup.paired_gain(results[clip], results[untrained], key, ' pp')}; learned by the scorecard's rule: "
-            f"{text or 'not checked'}"
+            f"{lineup.paired_gain(results[clip], results[untrained], key, ' pp')}; learned by the scorecard's rule "
+            f"(one-sided paired t, p < 0.05): {text or 'not checked'}"
         )
         if learned is False:
             unlearned.append(label)
@@ -680,20 +681,22 @@ def world_claims(scale: str = "laptop") -> pd.DataFrame:
     return card[card["paper"].isin([c.paper for c in registered_chapters() if c.name == "headtohead"])].set_index("id")
 
 
-UNTESTED = (report.FLOOR, report.UNEQUAL_SECONDS)  # a verdict that tests nothing: the two sides cannot be compared
+UNTESTED = {report.FLOOR: "at the floor", report.UNEQUAL_SECONDS: "not judged (unequal seconds)"}  # tests nothing
 
 
-def carried_over(world: str, drawings: str) -> str:
-    """What carried over from the world's verdict ``world`` to the drawings' ``drawings`` (verdict words): the same
-    word on both, another, or why the two cannot be compared (a side not run, or untested)."""
-    for side, word in (("the world's claim", world), ("this claim", drawings)):
+def carried_over(world: str, drawings: str, sizes: tuple[str, str] = ("", "")) -> str:
+    """What carried over from the world's verdict ``world`` to the drawings' ``drawings`` (verdict words; ``sizes``:
+    their mean differences as printed): the same word on both, with both sizes (a direction that carries over may
+    shrink tenfold), another word, or why the two cannot be compared (a side not run, or untested: ``UNTESTED``)."""
+    for side, word in (("the world's", world), ("the drawings'", drawings)):
         if not word or word == report.NOT_RUN:
-            return f"cannot be compared: {side} is not run"
+            return f"not comparable: {side} not run"
         if word in UNTESTED:
-            return f"cannot be compared: {side} is untested ({word})"
+            return f"not comparable: {side} {UNTESTED[word]}"
     if world == drawings:
-        return f"carried over: {world} on both"
-    return f"did not carry over: {world} on the world, {drawings} on real drawings"
+        shown = f" (world {sizes[0]}, drawings {sizes[1]})" if all(sizes) else ""
+        return f"same verdict: {world}{shown}"
+    return f"differs: {world} on the world, {drawings} on the drawings"
 
 
 def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.DataFrame:
@@ -720,8 +723,8 @@ def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.Da
                 "drawings, 1x": f"{short[1]} ({values[1]})" if values[1] else short[1],
                 f"world, {LONGER}x": f"{long[0][0]} ({long[0][1]})" if long[0][1] else long[0][0] or report.NOT_RUN,
                 f"drawings, {LONGER}x": f"{long[1][0]} ({long[1][1]})" if long[1][1] else long[1][0] or report.NOT_RUN,
-                "what carried over": f"1x: {carried_over(*short)}; {LONGER}x: "
-                + carried_over(*(part[0] or report.NOT_RUN for part in long)),
+                "what carried over": f"1x: {carried_over(*short, (values[0], values[1]))}; {LONGER}x: "
+                + carried_over(*(part[0] or report.NOT_RUN for part in long), (long[0][1], long[1][1])),
             }
         )
     return pd.DataFrame(rows).set_index("idea") if rows else pd.DataFrame()
@@ -836,7 +839,7 @@ def gains_figure(
         ax.errorbar(means, y, xerr=np.array(errors).T if errors else None, fmt="o", capsize=3)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_yticks(y, labels)
-        ax.set_xlabel(f"gain (pp, mean and 95% interval): {metrics[key]}")
+        ax.set_xlabel(f"gain (pp, mean and 95% interval, each comparison's own spread):\n{metrics[key]}")
         ax.set_ylabel("variant minus its reference")
     fig.tight_layout()
     if path is not None:
@@ -876,15 +879,16 @@ def feature_map_figure(
         features = encode_images(model, test.images).numpy()
         perplexity = min(30.0, (len(features) - 1) / 3)
         xy = TSNE(2, init="pca", random_state=seed, perplexity=perplexity).fit_transform(features)
+        colours = plt.get_cmap("tab20")  # one colour per category: the drawings have up to 22 classes, tab10 has 10
         for c, name in enumerate(test.classnames):
             mask = np.asarray(test.labels) == c
-            ax.scatter(xy[mask, 0], xy[mask, 1], s=5, label=name)
+            ax.scatter(xy[mask, 0], xy[mask, 1], s=5, label=name, color=colours(c % 20))
         ax.set_title(label)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel("t-SNE dimension 1 (no units)")
         ax.set_ylabel("t-SNE dimension 2 (no units)")
-    axes[0][-1].legend(fontsize=7, markerscale=2, bbox_to_anchor=(1.02, 1), loc="upper left")
+    axes[0][-1].legend(fontsize=9, markerscale=3, bbox_to_anchor=(1.02, 1), loc="upper left")
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)
