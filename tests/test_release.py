@@ -2,6 +2,7 @@
 comparing a re-make with them; on fake pages and records (the real release is tested when present)."""
 
 import ast
+import datetime
 import functools
 import gzip
 import json
@@ -153,7 +154,12 @@ def test_repage_ships_pages_executed_again_from_the_releases_own_records(tmp_pat
     }
     assert all(title[nb] == "# drawn again" for nb in CHAPTERS["iclip"]) and title["clip_baseline"] == "# A page"
     entry, old = after["chapters"]["iclip"], before["chapters"]["iclip"]
-    assert entry["commit"] == release.head_commit() and {**entry, "commit": old["commit"]} == old
+    assert entry["commit"] == release.head_commit() and entry["executed"] == datetime.date.today().isoformat()
+    assert {**entry, "commit": old["commit"]} == {
+        **old,
+        "executed": entry["executed"],
+    }  # its runs' date and machine kept
+    assert "executed again on the release's records on" in release.provenance({**entry, "date": "2026-01-01"})
     assert after["records"] == before["records"] and release.check(target, complete=False) == []
 
     # one page of a chapter: only it is executed and shipped, its chapter's entry updated as for the whole chapter
