@@ -723,8 +723,8 @@ def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.Da
                 "drawings, 1x": f"{short[1]} ({values[1]})" if values[1] else short[1],
                 f"world, {LONGER}x": f"{long[0][0]} ({long[0][1]})" if long[0][1] else long[0][0] or report.NOT_RUN,
                 f"drawings, {LONGER}x": f"{long[1][0]} ({long[1][1]})" if long[1][1] else long[1][0] or report.NOT_RUN,
-                "what carried over": f"1x: {carried_over(*short, (values[0], values[1]))}; {LONGER}x: "
-                + carried_over(*(part[0] or report.NOT_RUN for part in long), (long[0][1], long[1][1])),
+                "what carried over": f"1x: {carried_over(short[0], short[1], (values[0], values[1]))}; {LONGER}x: "
+                + carried_over(long[0][0] or report.NOT_RUN, long[1][0] or report.NOT_RUN, (long[0][1], long[1][1])),
             }
         )
     return pd.DataFrame(rows).set_index("idea") if rows else pd.DataFrame()
