@@ -7,12 +7,26 @@ claims' lines (their ``book_value``, ``interval``, ``verdict_fdr`` and ``verdict
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from vlp_lib.book import report
+from vlp_lib.book.claims import Claim, claims_table
+
+
+def longer_lines(
+    claims: Sequence[Claim],
+    results: Mapping[Any, Sequence[dict]],
+    paper: str,
+    longer: Callable[[Any], Hashable],
+    ids: Sequence[str],
+) -> pd.DataFrame:
+    """The claims of ``ids`` among ``claims`` judged on their rows at the longer length (``longer(row)``) in
+    ``results``: the lines whose verdict and value ``verdict_longer`` states (the same claims, pools and rules),
+    indexed by claim id; what ``lengths_figure`` draws at the longer length."""
+    return claims_table([c.mapped(longer) for c in claims if c.id in ids], results, paper)
 
 
 def longer_parts(text: str, factor: float) -> tuple[str, str, str]:

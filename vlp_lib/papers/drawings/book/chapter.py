@@ -446,9 +446,8 @@ def pin(scale: str = "laptop", seeds: Sequence[int] | None = None) -> Path:
 
 
 def pinned_stored(row: str, scale: str, seeds: Sequence[int]) -> list[dict] | None:
-    """``stored`` by the pinned configs: the records of ``row`` for every seed (a row at the longer length: the first
-    ``longer_seeds``), ``None`` if any is missing, stale or not pinned."""
-    seeds = row_seeds(row, scale, seeds)
+    """``stored`` by the pinned configs: the records of ``row`` for every seed of ``seeds`` (the row's own, as
+    ``stored`` gives them: ``row_seeds``), ``None`` if any is missing, stale or not pinned."""
     configs = pinned_configs(scale).get(row, {})
     if any(str(s) not in configs for s in seeds):
         return None
@@ -558,8 +557,8 @@ def claims_table(results: Mapping[str, Sequence[dict]], claims: Sequence[Claim] 
 def longer_lines(results: Mapping[str, Sequence[dict]], claims: Sequence[Claim] | None = None) -> pd.DataFrame:
     """The claims (``CLAIMS`` or ``claims``: ``claims_on`` the page's data) judged on their rows at ``LONGER`` times
     the samples (the lines whose verdict and value ``verdict_longer`` states), indexed by claim id."""
-    chosen = [c.mapped(longer) for c in claims or CLAIMS if c.id in LONGER_IDS and c.kind != "not_run"]
-    return _claims_table(chosen, results, PAPER)
+    run = [c for c in claims or CLAIMS if c.kind != "not_run"]  # a claim not run has no line at either length
+    return lengths.longer_lines(run, results, PAPER, longer, LONGER_IDS)
 
 
 def claims(scale: str = "laptop", seeds: Sequence[int] | None = None) -> list[dict[str, Any]]:
@@ -713,20 +712,27 @@ def transfer_table(drawing_claims: pd.DataFrame, scale: str = "laptop") -> pd.Da
             continue
         key = f"H_{variant}_samples"
         on_world = world.loc[key] if key in world.index else pd.Series(dtype=object)
-        short = [str(side.get("verdict_fdr") or report.NOT_RUN) for side in (on_world, line)]
-        values = [str(side.get("book_value") or "") for side in (on_world, line)]
-        long = [lengths.longer_parts(str(side.get("verdict_longer") or ""), LONGER) for side in (on_world, line)]
-        rows.append(
-            {
-                "idea": VARIANTS[variant].label,
-                "world, 1x": f"{short[0]} ({values[0]})" if values[0] else short[0],
-                "drawings, 1x": f"{short[1]} ({values[1]})" if values[1] else short[1],
-                f"world, {LONGER}x": f"{long[0][0]} ({long[0][1]})" if long[0][1] else long[0][0] or report.NOT_RUN,
-                f"drawings, {LONGER}x": f"{long[1][0]} ({long[1][1]})" if long[1][1] else long[1][0] or report.NOT_RUN,
-                "what carried over": f"1x: {carried_over(short[0], short[1], (values[0], values[1]))}; {LONGER}x: "
-                + carried_over(long[0][0] or report.NOT_RUN, long[1][0] or report.NOT_RUN, (long[0][1], long[1][1])),
-            }
+        sides = (on_world, line)
+        # per length, each side's (verdict word, mean difference as printed): 1x the words at 5% FDR, 4x judged alone
+        words = {
+            "1x": [
+                (str(side.get("verdict_fdr") or report.NOT_RUN), str(side.get("book_value") or "")) for side in sides
+            ],
+            f"{LONGER}x": [
+                (verdict or report.NOT_RUN, value)
+                for verdict, value, _ in (
+                    lengths.longer_parts(str(side.get("verdict_longer") or ""), LONGER) for side in sides
+                )
+            ],
+        }
+        row = {"idea": VARIANTS[variant].label}
+        for length, ((world_word, world_value), (word, value)) in words.items():
+            row[f"world, {length}"] = f"{world_word} ({world_value})" if world_value else world_word
+            row[f"drawings, {length}"] = f"{word} ({value})" if value else word
+        row["what carried over"] = "; ".join(
+            f"{length}: {carried_over(w[0], d[0], (w[1], d[1]))}" for length, (w, d) in words.items()
         )
+        rows.append(row)
     return pd.DataFrame(rows).set_index("idea") if rows else pd.DataFrame()
 
 

@@ -883,7 +883,7 @@ def longer_lines(results: Mapping[Any, Sequence[dict]], claims: Sequence[Claim] 
     """The claims of ``LONGER_IDS`` (of ``CLAIMS``, or ``claims``: ``claims_on`` the page's data) judged on their rows
     at ``LONGER`` times the samples (the lines whose verdict and value ``verdict_longer`` states: the same claims,
     pools and rules), indexed by claim id."""
-    return _claims_table([c.mapped(longer) for c in claims or CLAIMS if c.id in LONGER_IDS], results, PAPER)
+    return lengths.longer_lines(claims or CLAIMS, results, PAPER, longer, LONGER_IDS)
 
 
 def lengths_table(claims: pd.DataFrame) -> pd.DataFrame:
