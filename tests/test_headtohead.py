@@ -71,6 +71,12 @@ def test_bad_time_factors_are_refused_naming_the_parameter(bad):
         chapter.check_time_factors(bad)
 
 
+def test_the_longer_length_is_not_a_curve_budget():
+    # LONGER times CLIP's seconds is every variant's longer equal-seconds row, calibrated at that length
+    with pytest.raises(ValueError, match="time_factors"):
+        chapter.check_time_factors([0.5, float(chapter.LONGER)])
+
+
 def test_time_factors_always_hold_one():
     assert chapter.check_time_factors([2, 0.25]) == [0.25, 1.0, 2.0]
     assert chapter.check_time_factors(None, "laptop") == sorted(chapter.CHAPTER_SCALES["laptop"]["time_factors"])
@@ -273,29 +279,39 @@ def test_claims_are_judged_on_stored_records(monkeypatch):
     )
 
 
-def test_every_equal_samples_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path):
+def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path):
     seeds = [0, 1, 2, 3, 4]
     _fake_store(monkeypatch)
     # the longer runs on the first longer_seeds of the seeds (three at laptop scale; here five, to decide)
     monkeypatch.setitem(chapter.CHAPTER_SCALES["smoke"], "longer_seeds", 5)
     assert chapter.longer_seeds("laptop", seeds) == [0, 1, 2]
     lines = {line["id"]: line for line in chapter.claims("smoke", seeds)}
-    assert set(chapter.LONGER_IDS) == {i for i in lines if i.endswith("_samples")} and chapter.LONGER >= 3
+    assert set(chapter.LONGER_IDS) == set(lines) and chapter.LONGER >= 3
+    assert set(chapter.LONGER_SAMPLES_IDS) == {i for i in lines if i.endswith("_samples")}
     assert lines["H_protoclip_samples"]["verdict_longer"].startswith(f"at {chapter.LONGER}x: reproduced (")
     assert lines["H_protoclip_samples"]["verdict_longer"].endswith("; holds")
-    assert all(lines[i]["verdict_longer"] == "" for i in lines if i.endswith("_seconds"))  # timed: not run longer
+    # the equal-seconds claims too, at LONGER times CLIP's seconds (the fake store's ProtoCLIP costs what CLIP does)
+    assert lines["H_protoclip_seconds"]["verdict_longer"].startswith(f"at {chapter.LONGER}x: reproduced (")
+    assert "(at 1.00x the reference's seconds)" in lines["H_protoclip_seconds"]["verdict_longer"]
     # the longer rows are the same variants at LONGER times the equal samples, the reference CLIP's
     assert chapter.longer(Row(CLIP)) == Row(CLIP, "samples", float(chapter.LONGER))
     assert chapter.resolve(chapter.longer(Row("protoclip")), "laptop", None) == Run("protoclip", 10 * chapter.LONGER)
-    with pytest.raises(ValueError, match="equal-samples"):
-        chapter.longer(Row("protoclip", "seconds"))
+    assert chapter.longer(Row("protoclip", "seconds")) == Row("protoclip", "seconds", float(chapter.LONGER))
+    with pytest.raises(ValueError, match="book's length"):
+        chapter.longer(Row(CLIP, "seconds", 2.0))
+    # a row at LONGER times CLIP's seconds reads the calibration of that length, whose target is CLIP's seconds there:
+    # PyramidCLIP at twice CLIP's cost trains half of CLIP's 40 episodes
+    long_calibration = Calibration({CLIP: 1e-3, "pyramidclip": 2e-3}, chapter.LONGER * 20_480 * 1e-3)
+    assert chapter.resolve(Row("pyramidclip", "seconds", 4.0), "laptop", long_calibration) == Run("pyramidclip", 20)
+    assert chapter.longer_calibration("smoke", seeds).relative_cost("pyramidclip") == pytest.approx(2.0)
     # the page's table, sentence and figure read the same lines
     rows = {row for claim in chapter.compared_claims() for row in claim.rows()}
     calibration = chapter.stored_calibration("smoke", seeds)
     results = {row: chapter.stored(row, "smoke", seeds, calibration) for row in rows}
     claims = chapter.claims_table(results, notebook="headtohead").assign(verdict_fdr=lambda t: t["verdict"])
     table = chapter.lengths_table(claims)
-    assert list(table.index) == list(chapter.LONGER_IDS)
+    assert list(table.index) == list(chapter.LONGER_SAMPLES_IDS)
+    assert list(chapter.lengths_table(claims, "seconds").index) == list(chapter.LONGER_SECONDS_IDS)
     assert (
         table.loc["H_protoclip_samples", f"at {chapter.LONGER}x: verdict (value); trend"]
         == (lines["H_protoclip_samples"]["verdict_longer"])
@@ -304,13 +320,81 @@ def test_every_equal_samples_claim_is_judged_again_at_the_longer_length(monkeypa
     assert summary.startswith("reproduced: ProtoCLIP (+") and "trend: holds (5)" in summary
     note = chapter.headline_note(claims.reset_index())
     assert note.startswith(f"Trained {chapter.LONGER}x as long (seeds 0, 1, 2; ") and summary in note
+    assert f"at {chapter.LONGER}x CLIP's seconds, {chapter.trend_summary(claims, 'seconds')}" in note
     assert chapter.headline_note(claims.reset_index().assign(verdict_longer="")) == ""
     assert "not checked" in chapter.learned_text(results)  # the fake store has no untrained networks
     long_lines = chapter.longer_lines(results)
     assert long_lines.loc["H_protoclip_samples", "verdict"] == "reproduced"
     assert long_lines.loc["H_protoclip_samples", "book_value"] in lines["H_protoclip_samples"]["verdict_longer"]
     fig = chapter.lengths_figure(claims, long_lines, tmp_path / "two_lengths.png")
-    assert (tmp_path / "two_lengths.png").exists() and len(fig.axes[0].get_yticklabels()) == len(chapter.LONGER_IDS)
+    assert (tmp_path / "two_lengths.png").exists()
+    assert len(fig.axes[0].get_yticklabels()) == len(chapter.LONGER_SAMPLES_IDS)
+    # the longer equal-seconds runs beside CLIP's longer runs: the ratio read against CLIP at LONGER times the samples
+    calibration = chapter.longer_calibration("smoke", seeds)
+    table = chapter.seconds_table(results, calibration, list(chapter.DEFAULT_VARIANTS), factor=chapter.LONGER)
+    assert table.loc[("ProtoCLIP", "equal seconds"), "x CLIP's seconds"] == "1.00"
+    assert table.loc[("ProtoCLIP", "equal seconds"), "judged at equal seconds"] == "yes"
+
+
+def test_the_longer_calibration_times_a_trial_then_a_pilot(tmp_path, monkeypatch):
+    # real training at smoke scale: the trial trains each variant TRIAL_ROUNDS times for TRIAL_EPISODES episodes, in turn
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("VLP_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
+    order = []
+    timed = chapter._timed_training
+    monkeypatch.setattr(chapter, "_timed_training", lambda c: order.append(c.method) or timed(c))
+    trial = chapter.trial_calibration("smoke", 0, [CLIP, "tp_postag"], progress=False)
+    assert order == ["clip", "tp"] * chapter.TRIAL_ROUNDS
+    assert all(s > 0 for s in trial.seconds_per_sample.values())
+    # its target: CLIP's seconds at LONGER times the equal samples, by the same timing
+    unit_samples = chapter.unit_episodes("smoke") * chapter.CHAPTER_SCALES["smoke"]["episode_size"]
+    assert trial.clip_seconds == pytest.approx(chapter.LONGER * unit_samples * trial.seconds_per_sample[CLIP])
+    assert not any((tmp_path / "results").rglob("*.json"))  # timed, not stored: no run record
+    # the pilot: CLIP at LONGER times the samples and each variant at the trial's budget, once each, on one seed;
+    # their seconds per sample are the calibration (timings made up here: PyramidCLIP 2.5 times CLIP per sample)
+    trial = Calibration({CLIP: 1e-3, "pyramidclip": 2e-3}, chapter.LONGER * unit_samples * 1e-3)
+    rate = {"clip": 1e-3, "pyramidclip": 2.5e-3}
+    runs_timed = []
+
+    def fake(c):
+        samples = chapter.trained_samples(c.to_dict())
+        runs_timed.append((c.method, samples, c.seed))
+        return rate[c.method] * samples
+
+    monkeypatch.setattr(chapter, "_timed_training", fake)
+    pilot = chapter.pilot_calibration("smoke", 1, trial, [CLIP, "pyramidclip"], progress=False)
+    episode = chapter.CHAPTER_SCALES["smoke"]["episode_size"]
+    clip_samples = chapter.LONGER * unit_samples
+    assert runs_timed == [("clip", clip_samples, 1), ("pyramidclip", clip_samples // 2 // episode * episode, 1)]
+    assert pilot.clip_seconds == pytest.approx(1e-3 * clip_samples)
+    assert pilot.relative_cost("pyramidclip") == pytest.approx(2.5)
+    for bad in ([CLIP, "icmlm"], ["tp_postag"]):
+        with pytest.raises(ValueError, match="CLIP and no ICMLM"):
+            chapter.trial_calibration("smoke", 0, bad, progress=False)
+        with pytest.raises(ValueError, match="CLIP and no ICMLM"):
+            chapter.pilot_calibration("smoke", 0, trial, bad, progress=False)
+    # stored at the longer length under its own key; the book's length keeps its first one
+    chapter.save_calibration("smoke", [0], pilot, length=chapter.LONGER)
+    assert chapter.saved_calibration("smoke", [0], length=chapter.LONGER) == pilot
+    assert chapter.saved_calibration("smoke", [0]) is None
+    assert "length" not in chapter._calibration_key("smoke", [0], chapter.WORLD)
+    # with the trial that set the pilot's budgets, and how far it fell short
+    chapter.save_calibration("smoke", [0], pilot, length=chapter.LONGER, trial=trial)
+    assert chapter.saved_trial("smoke", [0]) == trial and chapter.saved_trial("smoke", [1]) is None
+    assert chapter.trial_gap(trial, pilot) == (
+        "it put every variant 20% cheaper relative to CLIP than their pilot runs took "
+        "(PyramidCLIP 2.00 against 2.50 times CLIP per step)"
+    )
+
+
+def test_rows_are_made_seed_by_seed(monkeypatch):
+    # every row of a seed, then the next seed: a slower hour of the machine falls on both sides of a comparison
+    made = []
+    monkeypatch.setattr(
+        chapter, "_records", lambda run, scale, seeds, **kw: made.append((run.variant, list(seeds))) or [{}]
+    )
+    chapter.run_rows([Row(CLIP), Row("protoclip")], "smoke", [0, 1], progress=False)
+    assert made == [(CLIP, [0]), ("protoclip", [0]), (CLIP, [1]), ("protoclip", [1])]
 
 
 def test_an_equal_seconds_claim_is_judged_only_within_five_percent(monkeypatch):
