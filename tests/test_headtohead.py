@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from vlp_lib import experiment, runs
-from vlp_lib.book import lineup, report
+from vlp_lib.book import lengths, lineup, report
 from vlp_lib.papers.headtohead.book import chapter
 from vlp_lib.papers.headtohead.book.chapter import CLIP, VARIANTS, Calibration, Row, Run
 
@@ -506,3 +506,10 @@ def test_on_real_pairs_the_claims_read_the_headline_task_or_say_why_not():
 def test_bad_data_parameters_are_refused_before_compute(arguments, message):
     with pytest.raises(ValueError, match=message):
         chapter.check_data(*arguments)
+
+
+def test_an_interval_is_read_without_the_equal_seconds_ratio():
+    # the two-lengths figure reads a claim's mean and interval from its texts; an equal-seconds value's ratio is not one
+    line = {"book_value": "-0.35 pp (at 0.83x the reference's seconds)", "interval": "[-2.00, +1.31] pp"}
+    assert lengths.interval(line) == (-0.35, -2.0, 1.31)
+    assert lengths.interval({"book_value": "+1.00 pp", "interval": ""}) is None

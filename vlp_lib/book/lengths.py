@@ -91,9 +91,11 @@ def trend_summary(claims: pd.DataFrame, ids: Sequence[str], factor: float, label
 
 def interval(line: Mapping[str, Any]) -> tuple[float, float, float] | None:
     """A claim line's mean difference and 95% interval in pp (its ``book_value`` and ``interval`` texts, the numbers
-    the tables print), or ``None`` without an interval."""
-    numbers = re.findall(r"[-+]?\d+\.\d+", f"{line['book_value']} {line['interval']}")
-    return (float(numbers[0]), float(numbers[1]), float(numbers[2])) if len(numbers) >= 3 else None
+    the tables print: the value's first number, the interval's two; an equal-seconds value's ratio in brackets is
+    not read), or ``None`` without an interval."""
+    mean = re.findall(r"[-+]?\d+\.\d+", str(line["book_value"]))[:1]
+    bounds = re.findall(r"[-+]?\d+\.\d+", str(line["interval"]))[:2]
+    return (float(mean[0]), float(bounds[0]), float(bounds[1])) if mean and len(bounds) == 2 else None
 
 
 def lengths_figure(
