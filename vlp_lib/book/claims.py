@@ -966,10 +966,14 @@ def trend(claim: Claim, line: dict, longer_line: dict) -> str:
     short, long = line["verdict"], longer_line["verdict"]
     if NOT_RUN in (short, long) or claim.kind in ("timing", "correlation", "every_draw"):
         return ""
+    if long == UNEQUAL_SECONDS:
+        return "not judged at the longer length: unequal seconds"
     if FLOOR in (short, long):
         if short == long:
             return "the reference has not learned at either length"
         return "the reference learns only with more training" if short == FLOOR else ""
+    if short == UNEQUAL_SECONDS:
+        return "judged only at the longer length (unequal seconds at the book's)"
     short_holds, long_holds = short in HOLDS, long in HOLDS
     short_against, long_against = short in AGAINST, long in AGAINST
     if (short_holds and long_against) or (short_against and long_holds):
@@ -996,7 +1000,9 @@ TREND_RULE = (
     "'fades with more training' where it holds only at the book's, 'flips' where one length finds the paper's "
     "direction and the other its opposite, 'opposite at both lengths', 'the opposite appears only with more "
     "training' or 'the opposite fades with more training' for the opposite direction, 'the reference learns only "
-    "with more training' where the book's length is at the floor and the longer one is not, 'undecided at both "
+    "with more training' where the book's length is at the floor and the longer one is not; for an equal-seconds "
+    "claim 'not judged at the longer length: unequal seconds' where the longer runs missed the reference's seconds "
+    "by more than 5%, and 'judged only at the longer length' where only the book's did; 'undecided at both "
     "lengths' otherwise. The longer verdict is judged alone (not in the false-discovery-rate family of the book's "
     "verdicts): a trend to read before extrapolating, not a second verdict."
 )

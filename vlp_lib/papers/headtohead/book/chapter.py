@@ -578,7 +578,7 @@ def saved_trial(scale: str, seeds: Sequence[int], data: Data = WORLD, length: in
 def trial_gap(trial: Calibration, pilot: Calibration) -> str:
     """How far the trial's costs per step (x CLIP) fell from the pilot's, in one phrase: the range of the shortfall
     over the variants, and two of them (the first and the dearest) as examples."""
-    others = [v for v in pilot.seconds_per_sample if v != CLIP and v in trial.seconds_per_sample]
+    others = [v for v in VARIANTS if v != CLIP and v in pilot.seconds_per_sample and v in trial.seconds_per_sample]
     gaps = {v: 1 - trial.relative_cost(v) / pilot.relative_cost(v) for v in others}
     low, high = min(gaps.values()), max(gaps.values())
 
