@@ -320,7 +320,7 @@ def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path)
     assert summary.startswith("reproduced: ProtoCLIP (+") and "trend: holds (5)" in summary
     note = chapter.headline_note(claims.reset_index())
     assert note.startswith(f"Trained {chapter.LONGER}x as long (seeds 0, 1, 2; ") and summary in note
-    assert f"at {chapter.LONGER}x CLIP's seconds, {chapter.trend_summary(claims, 'seconds')}" in note
+    assert f"At {chapter.LONGER}x CLIP's seconds: {chapter.trend_summary(claims, 'seconds')}." in note
     assert chapter.headline_note(claims.reset_index().assign(verdict_longer="")) == ""
     assert "not checked" in chapter.learned_text(results)  # the fake store has no untrained networks
     long_lines = chapter.longer_lines(results)

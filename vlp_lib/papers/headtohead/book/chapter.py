@@ -1118,12 +1118,12 @@ def headline_note(lines: pd.DataFrame) -> str:
     if "verdict_longer" not in table.columns or not (table["verdict_longer"].astype(str) != "").any():
         return ""
     seeds = ", ".join(map(str, longer_seeds("laptop", resolve_seeds("laptop", None))))
-    parts = [f"at {LONGER}x the samples, {trend_summary(table)}"]
+    parts = [f"At {LONGER}x the samples: {trend_summary(table)}."]
     if (table.loc[[i for i in LONGER_SECONDS_IDS if i in table.index], "verdict_longer"].astype(str) != "").any():
-        parts.append(f"at {LONGER}x CLIP's seconds, {trend_summary(table, 'seconds')}")
+        parts.append(f"At {LONGER}x CLIP's seconds: {trend_summary(table, 'seconds')}.")
     return (
-        f"Trained {LONGER}x as long (seeds {seeds}; each judged alone, outside the false-discovery-rate family): "
-        f"{'. '.join(parts)}."
+        f"Trained {LONGER}x as long (seeds {seeds}; each judged alone, outside the false-discovery-rate family). "
+        + " ".join(parts)
     )
 
 
