@@ -102,6 +102,9 @@ def interval(line: Mapping[str, Any]) -> tuple[float, float, float] | None:
     return (float(mean[0]), float(bounds[0]), float(bounds[1])) if mean and len(bounds) == 2 else None
 
 
+NOT_JUDGED = (report.FLOOR, report.UNEQUAL_SECONDS)  # drawn hollow: a comparison the rules withhold a verdict from
+
+
 def lengths_figure(
     claims: pd.DataFrame,
     long_lines: pd.DataFrame,
@@ -111,10 +114,13 @@ def lengths_figure(
     xlabel: str,
     title: str,
     path: Any = None,
+    longer_label: str | None = None,
 ) -> Any:
-    """Each claim of ``ids`` at the book's length and at ``factor`` times it: its mean and 95% interval (``claims``'
-    lines at 1x, ``long_lines``' at the longer length: the intervals the verdicts read), the ±1 pp no-effect margin
-    shaded; saved with ``plots.save`` at ``path``."""
+    """Each claim of ``ids`` at the book's length and at ``factor`` times it (``longer_label``, default "4x the
+    samples"): its mean and 95% interval (``claims``' lines at 1x, ``long_lines``' at the longer length: the intervals
+    the verdicts read), hollow where the claim is not judged there (``NOT_JUDGED``: its reference has not learned, or
+    its runs' seconds differ), the ±1 pp no-effect margin shaded, the legend beside the axes; saved with
+    ``plots.save`` at ``path``."""
     import matplotlib as mpl
     from matplotlib.figure import Figure
 
@@ -126,27 +132,36 @@ def lengths_figure(
         ax = fig.subplots()
         ax.axvspan(-100 * report.NO_EFFECT_MARGIN, 100 * report.NO_EFFECT_MARGIN, color="0.9", zorder=0)
         ax.axvline(0.0, color="0.4", lw=0.8)
-        for offset, lines, label, marker in (
-            (-0.15, claims, "the book's length (1x)", "o"),
-            (0.15, long_lines, f"{factor:g}x the samples", "s"),
-        ):
-            points = [(y, interval(lines.loc[i])) for y, i in enumerate(shown) if i in lines.index]
-            drawn = [(y, t) for y, t in points if t is not None]
-            if not drawn:
-                continue
-            ax.errorbar(
-                [t[0] for _, t in drawn],
-                [y + offset for y, _ in drawn],
-                xerr=[[t[0] - t[1] for _, t in drawn], [t[2] - t[0] for _, t in drawn]],
-                fmt=marker,
-                capsize=3,
-                label=label,
+        for color, (offset, lines, label, marker) in enumerate(
+            (
+                (-0.15, claims, "the book's length (1x)", "o"),
+                (0.15, long_lines, longer_label or f"{factor:g}x the samples", "s"),
             )
+        ):
+            points = [(y, i, interval(lines.loc[i])) for y, i in enumerate(shown) if i in lines.index]
+            for judged in (True, False):
+                drawn = [
+                    (y, t)
+                    for y, i, t in points
+                    if t is not None and (lines.get("verdict", pd.Series(dtype=str)).get(i) not in NOT_JUDGED) == judged
+                ]
+                if not drawn:
+                    continue
+                ax.errorbar(
+                    [t[0] for _, t in drawn],
+                    [y + offset for y, _ in drawn],
+                    xerr=[[t[0] - t[1] for _, t in drawn], [t[2] - t[0] for _, t in drawn]],
+                    fmt=marker,
+                    color=f"C{color}",
+                    markerfacecolor=None if judged else "none",
+                    capsize=3,
+                    label=label if judged else f"{label}, not judged",
+                )
         ax.set_yticks(range(len(shown)), [label_of(i) for i in shown])
         ax.invert_yaxis()
         ax.set_xlabel(xlabel)
         ax.set_title(title)
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if path is not None:
         plots.save(fig, path)
     return fig

@@ -869,9 +869,11 @@ def seconds_ratios(
     }
 
 
-def ratios_sentence(results: Mapping[Row, Sequence[dict]], variants: Sequence[str], factor: float = 1.0) -> str:
+def ratios_sentence(
+    results: Mapping[Row, Sequence[dict]], variants: Sequence[str], factor: float = 1.0, name_outside: bool = True
+) -> str:
     """``seconds_ratios`` in one sentence: how many runs took CLIP's seconds within ±5% (the equal-seconds rule), the
-    range of the ratios, and the variants outside."""
+    range of the ratios, and (``name_outside``) the variants outside."""
     ratios = seconds_ratios(results, variants, factor)
     if not ratios:
         return "no equal-seconds runs at this length"
@@ -880,7 +882,7 @@ def ratios_sentence(results: Mapping[Row, Sequence[dict]], variants: Sequence[st
         f"{len(ratios) - len(outside)} of {len(ratios)} variants' runs took CLIP's seconds within ±5% "
         f"({min(ratios.values()):.2f} to {max(ratios.values()):.2f} times them)"
     )
-    if outside:
+    if outside and name_outside:
         text += "; outside: " + ", ".join(f"{VARIANTS[v].label} ({r:.2f})" for v, r in outside.items())
     return text
 
@@ -1140,6 +1142,7 @@ def lengths_figure(claims: pd.DataFrame, long_lines: pd.DataFrame, path: Any = N
         f"gain over CLIP at equal {budget}, avg3 linear probe (pp; mean per seed, 95% interval)",
         f"Each variant against CLIP at equal {budget}, at two training lengths",
         path,
+        f"{LONGER}x the samples" if budget == "samples" else f"{LONGER}x CLIP's seconds",
     )
 
 
