@@ -337,14 +337,15 @@ def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path)
 
 
 def test_the_longer_calibration_times_a_trial_then_a_pilot(tmp_path, monkeypatch):
-    # real training at smoke scale: the trial trains each variant TRIAL_ROUNDS times for TRIAL_EPISODES episodes, in turn
+    # real training at smoke scale: the trial trains each variant trial_rounds times for TRIAL_EPISODES episodes, in turn
     monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("VLP_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
     order = []
     timed = chapter._timed_training
     monkeypatch.setattr(chapter, "_timed_training", lambda c: order.append(c.method) or timed(c))
     trial = chapter.trial_calibration("smoke", 0, [CLIP, "tp_postag"], progress=False)
-    assert order == ["clip", "tp"] * chapter.TRIAL_ROUNDS
+    assert order == ["clip", "tp"] * chapter.CHAPTER_SCALES["smoke"]["trial_rounds"]
+    assert chapter.CHAPTER_SCALES["laptop"]["trial_rounds"] == chapter.TRIAL_ROUNDS == 3
     assert all(s > 0 for s in trial.seconds_per_sample.values())
     # its target: CLIP's seconds at LONGER times the equal samples, by the same timing
     unit_samples = chapter.unit_episodes("smoke") * chapter.CHAPTER_SCALES["smoke"]["episode_size"]

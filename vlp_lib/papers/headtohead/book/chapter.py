@@ -114,6 +114,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         curve_seeds=1,
         longer_seeds=1,
         time_factors=(0.5, 1.0, 2.0),
+        trial_rounds=1,  # the longer equal-seconds calibration's trial once per variant (a smoke run times nothing)
     ),
     "laptop": dict(
         model="rn-tiny",
@@ -137,6 +138,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         # minutes a seed here, so five would be an hour; three are what the book's other longer lengths have
         longer_seeds=3,
         time_factors=(0.5, 1.0, 2.0),
+        trial_rounds=3,
     ),
     "paper": dict(
         model="RN50",
@@ -158,6 +160,7 @@ CHAPTER_SCALES: dict[str, dict[str, Any]] = {
         curve_seeds=2,
         longer_seeds=3,
         time_factors=(0.5, 1.0, 2.0),
+        trial_rounds=3,
     ),
 }
 EVAL_TASKS = list(VALIDATION_TASKS)  # avg3; retrieval (the MS-COCO stand-in) is always evaluated with a text tower
@@ -439,7 +442,7 @@ def longer_seconds_rows(variants: Sequence[str]) -> list[Row]:
 # pilot follows: on the first longer seed, CLIP at 4x the samples and each variant at the trial's budget, trained once
 # in turn (about 10 minutes); their seconds per sample are the calibration the runs follow.
 TRIAL_EPISODES = 3
-TRIAL_ROUNDS = 3
+TRIAL_ROUNDS = CHAPTER_SCALES["laptop"]["trial_rounds"]  # the rule's (laptop and paper scale); smoke: once
 LONGER_SECONDS_RULE = (
     f"Equal seconds at {LONGER}x: the target is CLIP's seconds at {LONGER}x the samples. In the session that makes "
     f"these runs, each variant is first trained for {TRIAL_EPISODES} episodes, {TRIAL_ROUNDS} times in turn, and "
@@ -629,13 +632,14 @@ def trial_calibration(
     scale: str, seed: int, variants: Sequence[str], data: Data = WORLD, progress: bool = True
 ) -> Calibration:
     """``LONGER_SECONDS_RULE``'s trial of ``variants`` (CLIP among them; not ICMLM, whose run is two): each trained for
-    ``TRIAL_EPISODES`` episodes of seed ``seed``, ``TRIAL_ROUNDS`` times in turn, and timed (the median round); the
+    ``TRIAL_EPISODES`` episodes of seed ``seed``, the scale's ``trial_rounds`` times in turn (``TRIAL_ROUNDS`` at
+    laptop and paper scale), and timed (the median round); the
     target is CLIP's seconds at ``LONGER`` times the equal samples by the same timing. It sets the pilot's budgets
     (``pilot_calibration``). ``ValueError`` before any compute for ICMLM or without CLIP."""
     _check_timed(variants, "trial_calibration")
     configs = {v: config(run_of(v, TRIAL_EPISODES), scale, seed, data) for v in variants}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
-    steps = [(r, v) for r in range(TRIAL_ROUNDS) for v in variants]
+    steps = [(r, v) for r in range(CHAPTER_SCALES[scale]["trial_rounds"]) for v in variants]
     started = time.perf_counter()
     for _, v in tqdm(steps, desc="timing trials", disable=not progress):
         seconds[v].append(_timed_training(configs[v]))
