@@ -310,10 +310,10 @@ def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path)
     results = {row: chapter.stored(row, "smoke", seeds, calibration) for row in rows}
     claims = chapter.claims_table(results, notebook="headtohead").assign(verdict_fdr=lambda t: t["verdict"])
     table = chapter.lengths_table(claims)
-    assert list(table.index) == list(chapter.LONGER_SAMPLES_IDS)
-    assert list(chapter.lengths_table(claims, "seconds").index) == list(chapter.LONGER_SECONDS_IDS)
+    assert list(table.index) == [chapter.variant_label(i) for i in chapter.LONGER_SAMPLES_IDS]
+    assert list(chapter.lengths_table(claims, "seconds").index) == list(table.index)
     assert (
-        table.loc["H_protoclip_samples", f"at {chapter.LONGER}x: verdict (value); trend"]
+        table.loc["ProtoCLIP", f"at {chapter.LONGER}x: verdict (value); trend"]
         == (lines["H_protoclip_samples"]["verdict_longer"])
     )
     summary = chapter.trend_summary(claims)
@@ -333,7 +333,15 @@ def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path)
     calibration = chapter.longer_calibration("smoke", seeds)
     table = chapter.seconds_table(results, calibration, list(chapter.DEFAULT_VARIANTS), factor=chapter.LONGER)
     assert table.loc[("ProtoCLIP", "equal seconds"), "x CLIP's seconds"] == "1.00"
-    assert table.loc[("ProtoCLIP", "equal seconds"), "judged at equal seconds"] == "yes"
+    assert table.loc[("ProtoCLIP", "equal seconds"), "within ±5%"] == "yes"
+    # the longer equal-samples runs: no ratio (another session's seconds); the sentences on the ratios and the costs
+    assert table.loc[("ProtoCLIP", "equal samples"), "x CLIP's seconds"] == ""
+    ratios = chapter.ratios_sentence(results, list(chapter.DEFAULT_VARIANTS), chapter.LONGER)
+    assert ratios.startswith("7 of 7 variants' runs took CLIP's seconds within ±5% (ProtoCLIP, 1.00, ")
+    shift = chapter.cost_shift(results, calibration, None, list(chapter.DEFAULT_VARIANTS))
+    assert shift.startswith(
+        "the pilot missed each variant's cost per step: against CLIP's runs, the variants' runs came out +0% to +0%"
+    )
 
 
 def test_the_longer_calibration_times_a_trial_then_a_pilot(tmp_path, monkeypatch):
@@ -418,7 +426,10 @@ def test_an_equal_seconds_claim_is_judged_only_within_five_percent(monkeypatch):
     calibration = chapter.stored_calibration("smoke", [0, 1])
     table = chapter.seconds_table(seconds, calibration, [CLIP, "pyramidclip"])
     assert table.loc[("PyramidCLIP", "equal seconds"), "x CLIP's seconds"] == "1.30"
-    assert table.loc[("PyramidCLIP", "equal seconds"), "judged at equal seconds"] == "no: outside ±5%"
+    assert table.loc[("PyramidCLIP", "equal seconds"), "within ±5%"] == "no"
+    assert chapter.ratios_sentence(seconds, [CLIP, "pyramidclip"]) == (
+        "0 of 1 variants' runs took CLIP's seconds within ±5%; the other 1 took 1.30 times them (PyramidCLIP, 1.30)"
+    )
 
 
 def test_without_runs_every_claim_reaches_the_scorecard_as_not_run():

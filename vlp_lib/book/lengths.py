@@ -31,15 +31,15 @@ def longer_lines(
 
 def longer_parts(text: str, factor: float) -> tuple[str, str, str]:
     """A ``verdict_longer`` text ("at 4x: reproduced (+7.08 pp, 95% interval [+1.30, +12.85]); holds") as its
-    verdict, its mean value ("+7.08 pp"; an equal-seconds one with its ratio: "+0.92 pp, at 0.98x the reference's
-    seconds") and its trend word; ``("", "", "")`` for an empty text."""
+    verdict, its mean value ("+7.08 pp"; an equal-seconds one with its ratio to the reference's seconds: "+0.92 pp,
+    0.98x the seconds") and its trend word; ``("", "", "")`` for an empty text."""
     if not text:
         return "", "", ""
     head, _, word = text.partition("; ")
     verdict, _, value = head.removeprefix(f"at {factor:g}x: ").partition(" (")
     value = value.split(", 95% interval")[0].removesuffix(")")
-    if " (at " in value:  # an equal-seconds value's ratio: "+0.92 pp (at 0.98x ...)" as "+0.92 pp, at 0.98x ..."
-        value = value.replace(" (at ", ", at ").removesuffix(")")
+    if " (at " in value:  # an equal-seconds value's ratio: "+0.92 pp (at 0.98x ...)" as "+0.92 pp, 0.98x the seconds"
+        value = value.replace(" (at ", ", ").removesuffix(")").replace(" the reference's seconds", " the seconds")
     return verdict, value, word
 
 
