@@ -337,10 +337,10 @@ def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path)
     # the longer equal-samples runs: no ratio (another session's seconds); the sentences on the ratios and the costs
     assert table.loc[("ProtoCLIP", "equal samples"), "x CLIP's seconds"] == ""
     ratios = chapter.ratios_sentence(results, list(chapter.DEFAULT_VARIANTS), chapter.LONGER)
-    assert ratios.startswith("7 of 7 variants' runs took CLIP's seconds within ±5% (ProtoCLIP, 1.00, ")
+    assert ratios.startswith("7 of 7 variants' runs took CLIP's seconds within ±5% (ProtoCLIP 1.00, ")
     shift = chapter.cost_shift(results, calibration, None, list(chapter.DEFAULT_VARIANTS))
     assert shift.startswith(
-        "the pilot missed each variant's cost per step: against CLIP's runs, the variants' runs came out +0% to +0%"
+        "the pilot missed the variants' costs per step both ways: against CLIP's runs, their runs came out +0% to +0% off"
     )
 
 
@@ -428,7 +428,7 @@ def test_an_equal_seconds_claim_is_judged_only_within_five_percent(monkeypatch):
     assert table.loc[("PyramidCLIP", "equal seconds"), "x CLIP's seconds"] == "1.30"
     assert table.loc[("PyramidCLIP", "equal seconds"), "within ±5%"] == "no"
     assert chapter.ratios_sentence(seconds, [CLIP, "pyramidclip"]) == (
-        "0 of 1 variants' runs took CLIP's seconds within ±5%; the other 1 took 1.30 times them (PyramidCLIP, 1.30)"
+        "0 of 1 variants' runs took CLIP's seconds within ±5%; the other 1 took 1.30 times them (PyramidCLIP 1.30)"
     )
 
 

@@ -886,7 +886,7 @@ def ratios_sentence(
         return "no equal-seconds runs at this length"
     inside = {v: r for v, r in ratios.items() if report.equal_seconds(r)}
     outside = {v: r for v, r in ratios.items() if v not in inside}
-    named = ", ".join(f"{VARIANTS[v].label}, {r:.2f}" for v, r in inside.items())
+    named = ", ".join(f"{VARIANTS[v].label} {r:.2f}" for v, r in inside.items())
     text = f"{len(inside)} of {len(ratios)} variants' runs took CLIP's seconds within ±5%" + (
         f" ({named})" if named else ""
     )
@@ -895,7 +895,7 @@ def ratios_sentence(
         span = f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}"
         text += f"; the other {len(outside)} took {span} times them"
         if name_outside:
-            text += " (" + ", ".join(f"{VARIANTS[v].label}, {r:.2f}" for v, r in outside.items()) + ")"
+            text += " (" + ", ".join(f"{VARIANTS[v].label} {r:.2f}" for v, r in outside.items()) + ")"
     return text
 
 
@@ -918,11 +918,15 @@ def cost_shift(
     shifts = {v: c / pilot.relative_cost(v) - 1 for v, c in costs.items()}
     low, high = min(shifts.values()), max(shifts.values())
     example = max(costs, key=pilot.relative_cost)
-    how = "overstated every" if high < 0 else "understated every" if low > 0 else "missed each"
+    if high < 0:
+        how = f"overstated every variant's cost per step: against CLIP's runs, their runs came out {-100 * high:.0f}-{-100 * low:.0f}% cheaper"
+    elif low > 0:
+        how = f"understated every variant's cost per step: against CLIP's runs, their runs came out {100 * low:.0f}-{100 * high:.0f}% dearer"
+    else:
+        how = f"missed the variants' costs per step both ways: against CLIP's runs, their runs came out {100 * low:+.0f}% to {100 * high:+.0f}% off"
     text = (
-        f"the pilot {how} variant's cost per step: against CLIP's runs, the variants' runs came out "
-        f"{100 * low:+.0f}% to {100 * high:+.0f}% off it ({VARIANTS[example].label} {costs[example]:.2f} against the "
-        f"pilot's {pilot.relative_cost(example):.2f}"
+        f"the pilot {how} ({VARIANTS[example].label} {costs[example]:.2f} against the pilot's "
+        f"{pilot.relative_cost(example):.2f}"
     )
     if trial is not None and example in trial.seconds_per_sample:
         text += f" and the trial's {trial.relative_cost(example):.2f}"
