@@ -138,13 +138,14 @@ def lengths_figure(
                 (0.15, long_lines, longer_label or f"{factor:g}x the samples", "s"),
             )
         ):
-            points = [(y, i, interval(lines.loc[i])) for y, i in enumerate(shown) if i in lines.index]
+            verdicts = lines["verdict"] if "verdict" in lines.columns else pd.Series(dtype=str)
+            points = [
+                (y, interval(lines.loc[i]), verdicts.get(i) not in NOT_JUDGED)
+                for y, i in enumerate(shown)
+                if i in lines.index
+            ]
             for judged in (True, False):
-                drawn = [
-                    (y, t)
-                    for y, i, t in points
-                    if t is not None and (lines.get("verdict", pd.Series(dtype=str)).get(i) not in NOT_JUDGED) == judged
-                ]
+                drawn = [(y, t) for y, t, is_judged in points if t is not None and is_judged == judged]
                 if not drawn:
                     continue
                 ax.errorbar(

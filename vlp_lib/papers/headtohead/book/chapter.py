@@ -544,8 +544,7 @@ def saved_calibration(scale: str, seeds: Sequence[int], data: Data = WORLD, leng
     """The calibration record of ``scale``, ``seeds``, ``data`` and ``length`` (``CALIBRATION_KIND``), or ``None``.
     Read whatever code stored it: it measures the machine, and it fixes which runs the equal-seconds rows are, so a
     change of code re-makes those runs (and shows their seconds beside the target) rather than choosing others."""
-    key = _calibration_key(scale, seeds, data, length)
-    record = runs.load(CALIBRATION_KIND, key, accept_stale=True, paper=SCOPE)
+    record = _calibration_record(scale, seeds, data, length)
     return None if record is None else Calibration.of_record(record)
 
 
@@ -571,10 +570,21 @@ def save_calibration(
     )
 
 
+def _span(a: float, b: float, spec: str, unit: str = "") -> str:
+    """The range from ``a`` to ``b`` as the page prints it: each number formatted by ``spec``, then ``unit``; one
+    number where the two print alike ("12-24%", "5%", "0.76-0.91")."""
+    low, high = format(a, spec), format(b, spec)
+    return f"{low}{unit}" if low == high else f"{low}-{high}{unit}"
+
+
+def _calibration_record(scale: str, seeds: Sequence[int], data: Data, length: int) -> dict[str, Any] | None:
+    """The stored calibration record of ``scale``, ``seeds``, ``data`` and ``length``, whatever code stored it."""
+    return runs.load(CALIBRATION_KIND, _calibration_key(scale, seeds, data, length), accept_stale=True, paper=SCOPE)
+
+
 def saved_trial(scale: str, seeds: Sequence[int], data: Data = WORLD, length: int = LONGER) -> Calibration | None:
     """The trial stored with the calibration record of ``scale``, ``seeds``, ``data`` and ``length``, or ``None``."""
-    key = _calibration_key(scale, seeds, data, length)
-    record = runs.load(CALIBRATION_KIND, key, accept_stale=True, paper=SCOPE)
+    record = _calibration_record(scale, seeds, data, length)
     trial = None if record is None else record.get("trial")
     return None if trial is None else Calibration(dict(trial["seconds_per_sample"]), float(trial["clip_seconds"]))
 
@@ -585,14 +595,10 @@ def trial_gap(trial: Calibration, pilot: Calibration) -> str:
     others = [v for v in VARIANTS if v != CLIP and v in pilot.seconds_per_sample and v in trial.seconds_per_sample]
     gaps = {v: 1 - trial.relative_cost(v) / pilot.relative_cost(v) for v in others}
     low, high = min(gaps.values()), max(gaps.values())
-
-    def span(a: float, b: float) -> str:
-        return f"{100 * a:.0f}%" if f"{100 * a:.0f}" == f"{100 * b:.0f}" else f"{100 * a:.0f}-{100 * b:.0f}%"
-
     if low > 0:
-        how = f"every variant {span(low, high)} cheaper"
+        how = f"every variant {_span(100 * low, 100 * high, '.0f', '%')} cheaper"
     elif high < 0:
-        how = f"every variant {span(-high, -low)} dearer"
+        how = f"every variant {_span(-100 * high, -100 * low, '.0f', '%')} dearer"
     else:
         how = f"the variants between {-100 * low:.0f}% dearer and {100 * high:.0f}% cheaper"
     examples = dict.fromkeys([others[0], max(others, key=pilot.relative_cost)])
@@ -757,11 +763,11 @@ def run_chapter(
     others = [v for v in variants if v != CLIP]
     results.update(run_rows(longer_rows(others), scale, long_seeds, progress=progress, data=data))
     timed = longer_seconds_rows(variants)
-    probed = [CLIP, *(row.variant for row in timed)]
+    calibrated = [CLIP, *(row.variant for row in timed)]
     long_calibration = saved_calibration(scale, long_seeds, data, LONGER)
-    if long_calibration is None or not set(probed) <= set(long_calibration.seconds_per_sample):
-        trial = trial_calibration(scale, long_seeds[0], probed, data, progress)
-        long_calibration = pilot_calibration(scale, long_seeds[0], trial, probed, data, progress)
+    if long_calibration is None or not set(calibrated) <= set(long_calibration.seconds_per_sample):
+        trial = trial_calibration(scale, long_seeds[0], calibrated, data, progress)
+        long_calibration = pilot_calibration(scale, long_seeds[0], trial, calibrated, data, progress)
         save_calibration(scale, long_seeds, long_calibration, data, LONGER, trial)
     rows = [longer(Row(CLIP)), *timed]
     results.update(run_rows(rows, scale, long_seeds, long_calibration, progress, data))
@@ -891,9 +897,9 @@ def ratios_sentence(
         f" ({named})" if named else ""
     )
     if outside:
-        low, high = min(outside.values()), max(outside.values())
-        span = f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}"
-        text += f"; the other {len(outside)} took {span} times them"
+        text += (
+            f"; the other {len(outside)} took {_span(min(outside.values()), max(outside.values()), '.2f')} times them"
+        )
         if name_outside:
             text += " (" + ", ".join(f"{VARIANTS[v].label} {r:.2f}" for v, r in outside.items()) + ")"
     return text
@@ -919,9 +925,15 @@ def cost_shift(
     low, high = min(shifts.values()), max(shifts.values())
     example = max(costs, key=pilot.relative_cost)
     if high < 0:
-        how = f"overstated every variant's cost per step: against CLIP's runs, their runs came out {-100 * high:.0f}-{-100 * low:.0f}% cheaper"
+        how = (
+            "overstated every variant's cost per step: against CLIP's runs, their runs came out "
+            f"{_span(-100 * high, -100 * low, '.0f', '%')} cheaper"
+        )
     elif low > 0:
-        how = f"understated every variant's cost per step: against CLIP's runs, their runs came out {100 * low:.0f}-{100 * high:.0f}% dearer"
+        how = (
+            "understated every variant's cost per step: against CLIP's runs, their runs came out "
+            f"{_span(100 * low, 100 * high, '.0f', '%')} dearer"
+        )
     else:
         how = f"missed the variants' costs per step both ways: against CLIP's runs, their runs came out {100 * low:+.0f}% to {100 * high:+.0f}% off"
     text = (
