@@ -63,7 +63,7 @@ def _record(row, seed, metrics, timings, scale="smoke"):
 
 
 def test_seeds_parameter():
-    assert chapter.resolve_seeds("laptop", None) == [0, 1, 2] and chapter.resolve_seeds("smoke", None) == [0, 1]
+    assert chapter.resolve_seeds("laptop", None) == [0, 1, 2] and chapter.resolve_seeds("smoke", None) == [0]
     assert chapter.resolve_seeds("laptop", [3, 4, 5]) == [3, 4, 5]
     assert chapter.resolve_seeds("laptop", "[0, 1]") == [0, 1] and chapter.resolve_seeds("laptop", "4,5") == [4, 5]
     assert chapter.resolve_seeds("laptop", 7) == [7]

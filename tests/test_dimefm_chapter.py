@@ -318,7 +318,7 @@ def test_resolve_levels():
 
 
 def test_resolve_seeds_and_unknown_scale():
-    assert chapter.resolve_seeds("smoke", None) == [0, 1]
+    assert chapter.resolve_seeds("smoke", None) == [0]
     assert chapter.resolve_seeds("laptop", "[3, 4]") == [3, 4]
     with pytest.raises(ValueError, match="scale"):
         chapter.config(chapter.STUDENT, "huge")
