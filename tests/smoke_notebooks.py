@@ -58,6 +58,38 @@ SMOKE_PARAMETERS: dict[str, list[str]] = {
 IN_MAKE_TEST = ("clip_baseline", "protoclip_ablation", "iclip_unicl", "icmlm_labels", "dimefm_benchmark")
 ON_REAL = "@real"  # the suffix of a real-data run's key in ``smoke_runs``
 SECONDS_KEY = "vlp/notebook_seconds"  # pytest's cache: each notebook's seconds in the last session that ran it
+# Each notebook's seconds at smoke scale in `make test` (the 2-core Intel Xeon, 2026-11-29; on the real pairs: `make
+# test-real`): the order a fresh clone starts the chains in, whose pytest cache has no seconds yet. With 40 s for every
+# notebook instead, the head to head (76 s) started last, and one core worked about a minute alone at the end. A
+# session's own seconds (``SECONDS_KEY``) replace these.
+MEASURED_SECONDS: dict[str, float] = {
+    "headtohead": 122,
+    "drawings": 120,
+    "icmlm_heads": 99,
+    "iclip_ratio@real": 88,
+    "headtohead@real": 73,
+    "dimefm_benchmark": 65,
+    "dimefm_components": 54,
+    "iclip_ratio": 49,
+    "dimefm_benchmark@real": 45,
+    "pyramidclip_benchmark": 43,
+    "icmlm_labels": 42,
+    "protoclip_components": 40,
+    "protoclip_benchmark": 37,
+    "pyramidclip_components": 29,
+    "protoclip_ablation@real": 28,
+    "protoclip_ablation": 28,
+    "iclip_unicl@real": 27,
+    "dimefm_coverage": 23,
+    "iclip_unicl": 20,
+    "clip_baseline@real": 17,
+    "icmlm_labels@real": 17,
+    "clip_baseline": 17,
+    "world_tour": 8,
+    "protoclip_clustering": 7,
+    "protoclip_efficiency": 6,
+    "scorecard": 5,
+}
 
 
 def smoke_run(
@@ -110,8 +142,9 @@ def start(
     scorecard pages load the runs earlier ones stored), a chapter's notebooks in book order, one thread per kernel
     (``SMOKE_ENV``). Chapters are independent (``pages.CHAPTERS``), and a chapter on the real pairs is another chain,
     so they run side by side, one kernel per core; the scorecard starts once every other world notebook is done.
-    The longest chains start first (``last_seconds``: each notebook's seconds last time; a notebook not timed yet
-    counts 40 s, 80 on real pairs, where decoding and the real inputs make it about twice a world page), so that no
+    The longest chains start first (``last_seconds``: each notebook's seconds last time, else ``MEASURED_SECONDS``; a
+    notebook in neither counts 40 s, 80 on real pairs, where decoding and the real inputs make it about twice a world
+    page), so that no
     long chain starts last on an otherwise idle core. Each kernel is forked from the server that ``kernel_server``
     (``forked_kernel.start_server``'s variables) names, which imported the notebooks' modules once: about 7 s of a
     core saved per notebook. The caller shuts the pool down."""
@@ -140,7 +173,7 @@ def start(
 
     def estimate(key: str) -> float:
         real = key.endswith(ON_REAL) or key.removesuffix(ON_REAL) in SMOKE_PARAMETERS
-        return last_seconds.get(key, 80.0 if real else 40.0)
+        return last_seconds.get(key, MEASURED_SECONDS.get(key, 80.0 if real else 40.0))
 
     chains = [
         [nb + suffix for nb in notebooks if nb + suffix in selected]

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
-from smoke_notebooks import IN_MAKE_TEST, NOTEBOOKS, ON_REAL, SMOKE_PARAMETERS
+from smoke_notebooks import IN_MAKE_TEST, MEASURED_SECONDS, NOTEBOOKS, ON_REAL, SMOKE_PARAMETERS
 
 from vlp_lib.book import build as bookbuild
 from vlp_lib.paths import REPO_ROOT
@@ -40,6 +40,13 @@ def test_there_are_notebooks():
         "protoclip_efficiency.ipynb",
         "scorecard.ipynb",
     }
+
+
+def test_every_notebook_in_make_test_has_its_measured_seconds():
+    """A fresh clone orders the notebook tier's chains by ``MEASURED_SECONDS`` (its pytest cache is empty): a notebook
+    without them would count 40 s, and a long one started last keeps a core working alone at the end."""
+    in_make_test = {p.stem for p in NOTEBOOKS} | {stem + ON_REAL for stem in IN_MAKE_TEST}
+    assert not in_make_test - set(MEASURED_SECONDS), "measure them (pytest's cache: vlp/notebook_seconds)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
