@@ -63,6 +63,7 @@ from vlp_lib.book.report import (
     DESCRIBED,
     FLOOR,
     HOLDS,
+    INCONCLUSIVE,
     LEARNED_LEVEL,
     NO_EFFECT_MARGIN,
     NOT_RUN,
@@ -990,7 +991,10 @@ def trend(claim: Claim, line: dict, longer_line: dict) -> str:
         return "the opposite appears only with more training"
     if short_against:
         return "the opposite fades with more training"
-    return "undecided at both lengths"
+    # neither length finds a direction; a decided word without one ("no effect", "smaller than claimed") is named
+    if short == long:
+        return "undecided at both lengths" if short == INCONCLUSIVE else f"{short} at both lengths"
+    return f"{short} at the book's length, {long} at the longer"
 
 
 TREND_RULE = (
@@ -1002,9 +1006,12 @@ TREND_RULE = (
     "training' or 'the opposite fades with more training' for the opposite direction, 'the reference learns only "
     "with more training' where the book's length is at the floor and the longer one is not; for an equal-seconds "
     "claim 'not judged at the longer length: unequal seconds' where the longer runs missed the reference's seconds "
-    "by more than 5%, and 'judged only at the longer length' where only the book's did; 'undecided at both "
-    "lengths' otherwise. The longer verdict is judged alone (not in the false-discovery-rate family of the book's "
-    "verdicts): a trend to read before extrapolating, not a second verdict."
+    "by more than 5%, and 'judged only at the longer length' where only the book's did; where neither length finds "
+    "a direction, 'undecided at both lengths' when both are inconclusive, and otherwise the two words ('no effect at "
+    "the book's length, inconclusive at the longer'). Both lengths are read judged alone: the longer verdict is not in "
+    "the false-discovery-rate family of the book's verdicts, so the book's length is read by its word before the "
+    "adjustment too (a page shows it beside the word at 5% FDR where the two differ, 'inconclusive (alone: "
+    "reproduced)'). A trend is to be read before extrapolating, not as a second verdict."
 )
 
 
