@@ -823,15 +823,16 @@ def judge(
     return line
 
 
+def seconds_over(records: Sequence[dict], reference: Sequence[dict]) -> float:
+    """An equal-seconds run's achieved ratio: the mean over seeds of ``records``' training ``seconds`` over the mean of
+    ``reference``'s (what ``report.EQUAL_SECONDS_RULE`` reads, and the pages' tables show)."""
+    return float(np.mean([r["seconds"] for r in records])) / float(np.mean([r["seconds"] for r in reference]))
+
+
 def seconds_ratio(claim: Claim, results: Mapping[Any, Sequence[dict]]) -> float:
-    """The training seconds of an equal-seconds ``claim``'s runs over its reference's: the mean over seeds of the
-    records' ``seconds``, the claimed rows' over the reference rows' (``Claim.pairs``; the one furthest from 1 where
-    there are several): what ``report.EQUAL_SECONDS_RULE`` reads."""
-    ratios = [
-        float(np.mean([r["seconds"] for r in results[better]]))
-        / float(np.mean([r["seconds"] for r in results[reference]]))
-        for better, reference in claim.pairs()
-    ]
+    """``seconds_over`` of an equal-seconds ``claim``'s runs and its reference's (``Claim.pairs``; the pair furthest
+    from 1 where there are several)."""
+    ratios = [seconds_over(results[better], results[reference]) for better, reference in claim.pairs()]
     return max(ratios, key=lambda r: abs(r - 1.0))
 
 

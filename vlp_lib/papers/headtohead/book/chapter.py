@@ -47,7 +47,15 @@ from tqdm.auto import tqdm
 from vlp_lib import experiment, runs
 from vlp_lib.book import data as book_data
 from vlp_lib.book import lengths, lineup, report
-from vlp_lib.book.claims import Claim, declare, judge_stored, our_chance, reference_learning, with_longer_claims
+from vlp_lib.book.claims import (
+    Claim,
+    declare,
+    judge_stored,
+    our_chance,
+    reference_learning,
+    seconds_over,
+    with_longer_claims,
+)
 from vlp_lib.book.claims import claims_table as _claims_table
 from vlp_lib.book.lineup import (
     CLIP,
@@ -843,7 +851,7 @@ def seconds_table(
     within ±5% (its claim is judged only then, and only where CLIP has learned); its equal-samples runs for comparison
     (at the longer length without a ratio: made in another session than CLIP's timed runs). Variants without runs at
     that length are left out."""
-    clip = float(np.mean([r["seconds"] for r in results[Row(CLIP, "samples", factor)]]))
+    clip_records = results[Row(CLIP, "samples", factor)]
     lines = []
     for v in variants:
         for budget, row in (("equal samples", Row(v, "samples", factor)), ("equal seconds", Row(v, "seconds", factor))):
@@ -851,7 +859,7 @@ def seconds_table(
             if not records or (v == CLIP and budget == "equal seconds"):
                 continue
             m, s = mean_std(r["seconds"] for r in records)
-            ratio = m / clip
+            ratio = seconds_over(records, clip_records)
             timed = budget == "equal seconds" or v == CLIP
             # at the longer length the equal-samples runs were made in another session than CLIP's timed runs: no ratio
             other_session = factor != 1.0 and not timed
@@ -874,9 +882,9 @@ def seconds_ratios(
 ) -> dict[str, float]:
     """Each variant's achieved ratio at equal seconds (``factor`` 1) or at ``LONGER`` times CLIP's seconds: its runs'
     mean seconds over CLIP's at the same length (``seconds_table``'s), by variant; variants without runs left out."""
-    clip = float(np.mean([r["seconds"] for r in results[Row(CLIP, "samples", factor)]]))
+    clip = results[Row(CLIP, "samples", factor)]
     return {
-        v: float(np.mean([r["seconds"] for r in records])) / clip
+        v: seconds_over(records, clip)
         for v in variants
         if v != CLIP and (records := results.get(Row(v, "seconds", factor)))
     }
