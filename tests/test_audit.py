@@ -143,7 +143,7 @@ def _line_records(values: dict[int, float]) -> list[dict]:
         (0.0, 0.06, "appears only with more training"),
         (0.05, 0.0, "fades with more training"),
         (0.05, -0.06, "flips"),
-        (0.0, 0.0, "no effect at both lengths"),  # inside the margin at both: decided, without a direction
+        (0.0, 0.0, "no direction at either length (no effect at both)"),  # inside the margin at both: decided
         (-0.06, -0.08, "opposite at both lengths"),  # never "undecided": both lengths decide, against the paper
         (0.0, -0.06, "the opposite appears only with more training"),
     ],
@@ -170,15 +170,19 @@ def test_a_headline_claim_is_judged_again_at_the_longer_length(short, long, word
 @pytest.mark.parametrize(
     ("short", "long", "word"),
     [
-        (report.NO_EFFECT, report.INCONCLUSIVE, "no effect at the book's length, inconclusive at the longer"),
-        (report.NO_EFFECT, report.NO_EFFECT, "no effect at both lengths"),
-        (report.SMALLER, report.SMALLER, "smaller than claimed at both lengths"),
+        (
+            report.NO_EFFECT,
+            report.INCONCLUSIVE,
+            "no direction at either length (no effect at the book's length, inconclusive at the longer)",
+        ),
+        (report.NO_EFFECT, report.NO_EFFECT, "no direction at either length (no effect at both)"),
+        (report.SMALLER, report.SMALLER, "no direction at either length (smaller than claimed at both)"),
         (report.INCONCLUSIVE, report.INCONCLUSIVE, "undecided at both lengths"),
         (report.NO_EFFECT, report.REPRODUCED, "appears only with more training"),
     ],
 )
 def test_a_trend_names_a_decided_word_without_a_direction(short, long, word):
-    """"No effect" and "smaller than claimed" decide a claim without a direction: a trend never calls them undecided."""
+    """ "No effect" and "smaller than claimed" decide a claim without a direction: a trend never calls them undecided."""
     assert claims.trend(_claim(paper_effect=0.05), {"verdict": short}, {"verdict": long}) == word
 
 

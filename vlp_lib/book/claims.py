@@ -993,26 +993,28 @@ def trend(claim: Claim, line: dict, longer_line: dict) -> str:
     if short_against:
         return "the opposite fades with more training"
     # neither length finds a direction; a decided word without one ("no effect", "smaller than claimed") is named
-    if short == long:
-        return "undecided at both lengths" if short == INCONCLUSIVE else f"{short} at both lengths"
-    return f"{short} at the book's length, {long} at the longer"
+    if short == long == INCONCLUSIVE:
+        return "undecided at both lengths"
+    words = f"{short} at both" if short == long else f"{short} at the book's length, {long} at the longer"
+    return f"no direction at either length ({words})"
 
 
 TREND_RULE = (
-    "A headline claim is judged again, by the same rules and on the same seeds, with every run "
-    "it compares trained longer (the chapter states the factor, at least 3x). Its trend: 'holds' where the paper's "
-    "direction holds at both lengths, 'appears only with more training' where it holds only at the longer one, "
-    "'fades with more training' where it holds only at the book's, 'flips' where one length finds the paper's "
-    "direction and the other its opposite, 'opposite at both lengths', 'the opposite appears only with more "
-    "training' or 'the opposite fades with more training' for the opposite direction, 'the reference learns only "
-    "with more training' where the book's length is at the floor and the longer one is not; for an equal-seconds "
-    "claim 'not judged at the longer length: unequal seconds' where the longer runs missed the reference's seconds "
-    "by more than 5%, and 'judged only at the longer length' where only the book's did; where neither length finds "
-    "a direction, 'undecided at both lengths' when both are inconclusive, and otherwise the two words ('no effect at "
-    "the book's length, inconclusive at the longer'). Both lengths are read judged alone: the longer verdict is not in "
-    "the false-discovery-rate family of the book's verdicts, so the book's length is read by its word before the "
-    "adjustment too (a page shows it beside the word at 5% FDR where the two differ, 'inconclusive (alone: "
-    "reproduced)'). A trend is to be read before extrapolating, not as a second verdict."
+    "A headline claim is judged again, by the same rules, with every run it compares trained longer (the chapter "
+    "states the factor, at least 3x, and the seeds: the book's, or the first three of them). Its trend compares the "
+    "two verdicts, each judged alone: the longer one is outside the false-discovery-rate family, so the book's length "
+    "is read by its word before the adjustment too (a page shows that word beside the word at 5% FDR where the two "
+    "differ: 'inconclusive (alone: reproduced)'). The words: 'holds' (the paper's direction at both lengths); "
+    "'appears only with more training' (at the longer length only); 'fades with more training' (at the book's "
+    "only); 'flips' (the paper's direction at one length, its opposite at the other); 'opposite at both lengths', "
+    "'the opposite appears only with more training' and 'the opposite fades with more training' for the opposite "
+    "direction; 'no direction at either length' where neither length finds one and one of them decides without "
+    "one ('no effect', 'smaller than claimed'; both words are given); 'undecided at both lengths' where both are "
+    "inconclusive; 'the reference learns only with more training' where the book's length is at the floor and the "
+    "longer one is not, 'the reference has not learned at either length', and no word where only the longer length "
+    "is at the floor; for an equal-seconds claim, 'not judged at the longer length: unequal seconds' where the longer "
+    "runs missed the reference's seconds by more than 5%, and 'judged only at the longer length' where only the "
+    "book's length missed them. A trend is to be read before extrapolating, not as a second verdict."
 )
 
 
