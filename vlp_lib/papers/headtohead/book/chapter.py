@@ -919,16 +919,16 @@ def cost_shift(
     """How far the variants' costs per step at ``LONGER`` times CLIP's seconds, as their runs took them against CLIP's
     runs at ``LONGER`` times the samples, fell from the ``pilot``'s (the calibration they followed), with the dearest
     variant's ``trial`` cost beside, in one phrase; CLIP's pilot seconds beside its runs'."""
-    clip = results[longer(Row(CLIP))]
-    clip_rate = float(np.mean([r["seconds"] for r in clip])) / float(np.mean([r["samples"] for r in clip]))
-    costs = {}
-    for v in variants:
-        records = results.get(longer(Row(v, "seconds"))) if v != CLIP else None
-        if records and v in pilot.seconds_per_sample:
-            rate = float(np.mean([r["seconds"] for r in records])) / float(np.mean([r["samples"] for r in records]))
-            costs[v] = rate / clip_rate
-    if not costs:
+    timed = {
+        v: records
+        for v in variants
+        if v != CLIP and v in pilot.seconds_per_sample and (records := results.get(longer(Row(v, "seconds"))))
+    }
+    if not timed:
         return "no runs at the longer length"
+    # the costs as the runs took them: ``calibrate`` on the longer runs, CLIP's at LONGER times the samples the target
+    measured = calibrate({CLIP: results[longer(Row(CLIP))], **timed})
+    costs = {v: measured.relative_cost(v) for v in timed}
     shifts = {v: c / pilot.relative_cost(v) - 1 for v, c in costs.items()}
     low, high = min(shifts.values()), max(shifts.values())
     example = max(costs, key=pilot.relative_cost)
@@ -950,10 +950,9 @@ def cost_shift(
     )
     if trial is not None and example in trial.seconds_per_sample:
         text += f" and the trial's {trial.relative_cost(example):.2f}"
-    clip_runs = float(np.mean([r["seconds"] for r in clip]))
     return text + (
-        f" times CLIP per step), and CLIP's pilot took {pilot.clip_seconds:.1f} s against {clip_runs:.1f} s in its "
-        f"runs ({100 * (pilot.clip_seconds / clip_runs - 1):+.0f}%)"
+        f" times CLIP per step), and CLIP's pilot took {pilot.clip_seconds:.1f} s against {measured.clip_seconds:.1f} s "
+        f"in its runs ({100 * (pilot.clip_seconds / measured.clip_seconds - 1):+.0f}%)"
     )
 
 
