@@ -1,0 +1,83 @@
+"""What evaluating less would buy and cost: the release's median world run of a kind trained again, then its
+evaluation suite timed again with the linear probe's settings changed. Prints ``name value`` lines.
+
+    python benchmarks/bench_eval_cuts.py [--kinds clip protoclip]
+
+Evaluation is the largest phase after training (``bench_runs.py``), and the linear probe's C search the largest part
+of it. The ways to evaluate less each change numbers, so they are measured here before any is chosen:
+
+``<kind>_<cut>_s``               seconds of the whole suite (every task the record evaluates) with the cut
+``<kind>_<cut>_<metric>``        the suite's ``avg3`` accuracies with the cut (linear probe, k-NN, zero-shot)
+``<kind>_<cut>_linear_changed``  how many of the suite's linear-probe accuracies differ from the book's setting
+
+Cuts: ``book`` (2,000 training and 2,000 test images per task, C in 1e-3 .. 1e2: the release's), ``c_ends`` (C in
+1e-2 .. 1e1), ``c_low`` (C in 1e-2 .. 1), ``half`` (1,000 + 1,000 images), ``half_c_ends`` (both), ``train_half``
+(1,000 training images, C in 1e-2 .. 1e1). The suite is evaluated once before the timings, so that every cut finds
+the tasks' images built (a task's images are generated once per process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import tempfile
+import time
+
+from bench_runs import median_record, release_records
+
+from vlp_lib import experiment, suite
+from vlp_lib.book.release import environment
+from vlp_lib.eval import probes
+from vlp_lib.run_config import RunConfig
+
+WIDE = tuple(probes.DEFAULT_CS)
+ENDS = (0.01, 0.1, 1.0, 10.0)
+LOW = (0.01, 0.1, 1.0)
+CUTS = {  # cut -> (C grid, share of the training images kept, share of the test images kept)
+    "book": (WIDE, 1.0, 1.0),
+    "c_ends": (ENDS, 1.0, 1.0),
+    "c_low": (LOW, 1.0, 1.0),
+    "half": (WIDE, 0.5, 0.5),
+    "half_c_ends": (ENDS, 0.5, 0.5),
+    "train_half": (ENDS, 0.5, 1.0),
+}
+METRICS = ("avg3/linear", "avg3/knn", "avg3/zeroshot_top1")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kinds", nargs="+", default=["clip", "protoclip"], choices=["clip", "protoclip"])
+    args = parser.parse_args()
+    records = release_records()
+    with tempfile.TemporaryDirectory(prefix="vlp-bench-cuts-") as scratch:
+        dirs = {"VLP_RESULTS_DIR": "results", "VLP_CHECKPOINT_DIR": "checkpoints"}
+        with environment(**{key: os.path.join(scratch, sub) for key, sub in dirs.items()}):
+            for kind in args.kinds:
+                config = RunConfig.from_dict(median_record(records, kind)["config"])
+                made = experiment.run(config, progress=False, verbose=False)
+                model, tokenizer = experiment.load_trained(made)
+                model.eval()
+                suite.evaluate_suite(model, tokenizer, config.eval)  # every task's images built before the timings
+                book: dict[str, float] = {}
+                for cut, (grid, train_share, test_share) in CUTS.items():
+                    probes.DEFAULT_CS = grid
+                    settings = dataclasses.replace(
+                        config.eval,
+                        task_train=int(config.eval.task_train * train_share),
+                        task_test=int(config.eval.task_test * test_share),
+                    )
+                    started = time.perf_counter()
+                    metrics = suite.evaluate_suite(model, tokenizer, settings)
+                    print(f"{kind}_{cut}_s {time.perf_counter() - started:.2f}")
+                    for metric in METRICS:
+                        if metric in metrics:
+                            print(f"{kind}_{cut}_{metric.replace('/', '_')} {metrics[metric]:.4f}")
+                    linear = {k: v for k, v in metrics.items() if k.endswith("/linear")}
+                    book = book or linear
+                    print(f"{kind}_{cut}_linear_changed {sum(linear[k] != book.get(k) for k in linear)}")
+                probes.DEFAULT_CS = WIDE
+
+
+if __name__ == "__main__":
+    main()
