@@ -6,9 +6,13 @@ evaluation suite timed again with the linear probe's settings changed. Prints ``
 Evaluation is the largest phase after training (``bench_runs.py``), and the linear probe's C search the largest part
 of it. The ways to evaluate less each change numbers, so they are measured here before any is chosen:
 
+``<kind>_training_s``            seconds of the run's training (its episode starts included), as the run made here took
 ``<kind>_<cut>_s``               seconds of the whole suite (every task the record evaluates) with the cut
+``<kind>_<cut>_share``           evaluation's share of the run's seconds with the cut: the suite's seconds over them
+                                 and the run's other phases (``bench_runs.total_seconds`` less its evaluation)
 ``<kind>_<cut>_<metric>``        the suite's ``avg3`` accuracies with the cut (linear probe, k-NN, zero-shot)
-``<kind>_<cut>_linear_changed``  how many of the suite's linear-probe accuracies differ from the book's setting
+``<kind>_<cut>_linear_changed``  how many of the suite's linear-probe accuracies (each task's and their averages) differ from
+                                 the book's setting
 
 Cuts: ``book`` (2,000 training and 2,000 test images per task, C in 1e-3 .. 1e2: the release's), ``c_ends`` (C in
 1e-2 .. 1e1), ``c_low`` (C in 1e-2 .. 1), ``half`` (1,000 + 1,000 images), ``half_c_ends`` (both), ``train_half``
@@ -24,7 +28,7 @@ import os
 import tempfile
 import time
 
-from bench_runs import median_record, release_records
+from bench_runs import median_record, release_records, total_seconds
 
 from vlp_lib import experiment, suite
 from vlp_lib.book.release import environment
@@ -56,6 +60,10 @@ def main() -> None:
             for kind in args.kinds:
                 config = RunConfig.from_dict(median_record(records, kind)["config"])
                 made = experiment.run(config, progress=False, verbose=False)
+                rest = total_seconds(made["timings"]) - made["timings"]["evaluation"]
+                print(
+                    f"{kind}_training_s {made['timings']['training'] + made['timings'].get('episode_start', 0.0):.2f}"
+                )
                 model, tokenizer = experiment.load_trained(made)
                 model.eval()
                 suite.evaluate_suite(model, tokenizer, config.eval)  # every task's images built before the timings
@@ -69,7 +77,9 @@ def main() -> None:
                     )
                     started = time.perf_counter()
                     metrics = suite.evaluate_suite(model, tokenizer, settings)
-                    print(f"{kind}_{cut}_s {time.perf_counter() - started:.2f}")
+                    seconds = time.perf_counter() - started
+                    print(f"{kind}_{cut}_s {seconds:.2f}")
+                    print(f"{kind}_{cut}_share {seconds / (rest + seconds):.3f}")
                     for metric in METRICS:
                         if metric in metrics:
                             print(f"{kind}_{cut}_{metric.replace('/', '_')} {metrics[metric]:.4f}")
