@@ -78,6 +78,50 @@ def gain_text(records: Sequence[dict], untrained: Sequence[dict], key: str, perc
     return show(mean) + (f" [{show(mean - h)}, {show(mean + h)}]" if np.isfinite(h) else "")
 
 
+def learning_reading(records: Sequence[dict], untrained: Sequence[dict], keys: Sequence[str]) -> str:
+    """Which of ``keys`` training has been shown to raise over the untrained networks (``gain_text``'s 95% t interval
+    above zero), which it has not (the interval holds zero) and which it lowered (the interval below zero), as one
+    sentence read from the same numbers as the table; metrics the untrained records lack are left out."""
+    groups: dict[str, list[str]] = {"above": [], "holds": [], "below": []}
+    for key in keys:
+        if not all(key in r["metrics"] for r in untrained) or not all(key in r["metrics"] for r in records):
+            continue
+        gain = record_differences(records, untrained, key)
+        mean, std = mean_std(gain)
+        h = half_width(std, len(gain))
+        if not np.isfinite(h):
+            return f"With {len(gain)} seed, no gain has an interval: each is one seed's difference."
+        groups["above" if mean - h > 0 else "below" if mean + h < 0 else "holds"].append(f"`{key}`")
+    said = f"Training raised {len(groups['above'])} of the {sum(map(len, groups.values()))} metrics above the untrained network"
+    if groups["holds"]:
+        said += f"; the interval holds zero for {', '.join(groups['holds'])}"
+    if groups["below"]:
+        said += f"; training lowered {', '.join(groups['below'])} below the random features"
+    return said + "."
+
+
+def confusion_reading(labels: Sequence[int], predicted: Sequence[int], classnames: Sequence[str], top: int = 4) -> str:
+    """The confusion matrix of ``predicted`` against the true ``labels`` read in one sentence: its ``top`` largest
+    off-diagonal cells (the share of the true class's images given to another class) and the classes whose recall is
+    below twice chance (1 / the number of classes)."""
+    labels, predicted = np.asarray(labels), np.asarray(predicted)
+    n = len(classnames)
+    counts = np.zeros((n, n))
+    np.add.at(counts, (labels, predicted), 1)
+    shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    off = [(shares[t, p], t, p) for t in range(n) for p in range(n) if t != p and shares[t, p] > 0]
+    largest = sorted(off, reverse=True)[:top]
+    said = "Its largest confusions: " + "; ".join(
+        f"{classnames[t]} read as {classnames[p]} ({100 * v:.0f}%)" for v, t, p in largest
+    )
+    weak = [(shares[c, c], c) for c in range(n) if shares[c, c] < 2 / n]
+    if weak:
+        said += f". Recall below twice chance ({200 / n:.0f}%): " + ", ".join(
+            f"{classnames[c]} {100 * v:.0f}%" for v, c in sorted(weak)
+        )
+    return said + "."
+
+
 def gains_table(
     results: Mapping[Any, Sequence[dict]],
     untrained: Mapping[Any, Sequence[dict]],
