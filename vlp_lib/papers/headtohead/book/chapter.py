@@ -1331,8 +1331,10 @@ def learned_text(results: Mapping[Any, Sequence[dict]], claims: Sequence[Claim] 
     )
     if unlearned:
         sentence += (
-            f" So every claim {' and '.join(unlearned)} (the equal-seconds ones too, whose reference is CLIP at equal "
-            "samples) is at the floor: it compares models whose reference has not learned what the metric reads."
+            f" So every claim {' and '.join(unlearned)} compares models whose reference has not learned what the "
+            "metric reads: it is at the floor, except an equal-seconds claim whose runs did not take equal seconds, "
+            "which reads 'not judged: unequal seconds' (that rule comes first: its runs differ in their budget "
+            "whatever the reference learned)."
         )
     return sentence
 
