@@ -257,3 +257,26 @@ def test_a_pages_verdicts_in_one_line_and_its_claims_in_two_tables_of_at_most_si
     verdicts, power = report.split_view(view)
     assert list(verdicts.columns)[-1] == "verdict at 5% FDR" and len(verdicts.columns) <= 6 >= len(power.columns)
     assert report.stated({"book_value": "+1.00 pp", "interval": ""}) == "+1.00 pp"
+
+
+def test_the_confusion_reading_names_the_largest_cells_and_the_weak_classes():
+    labels = [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    predicted = [0, 1, 1, 1, 1, 1, 0, 2, 2]
+    said = report.confusion_reading(labels, predicted, ["a", "b", "c"], top=2)
+    assert (
+        said == "Its largest confusions: a read as b (67%); c read as a (33%). Recall below twice chance (67%): a 33%."
+    )
+
+
+def test_the_learning_reading_sorts_metrics_by_their_gains_interval():
+    def records(values):
+        return [{"config": {"seed": s}, "metrics": dict(zip(("up", "flat", "down"), v))} for s, v in enumerate(values)]
+
+    trained = records([(0.6, 0.50, 0.10), (0.7, 0.40, 0.11), (0.65, 0.60, 0.09)])
+    untrained = records([(0.1, 0.45, 0.30), (0.1, 0.50, 0.31), (0.12, 0.50, 0.29)])
+    said = report.learning_reading(trained, untrained, ["up", "flat", "down", "absent"])
+    assert said == (
+        "Training raised 1 of the 3 metrics above the untrained network; the interval holds zero for `flat`; "
+        "training lowered `down` below the random features."
+    )
+    assert "no gain has an interval" in report.learning_reading(trained[:1], untrained[:1], ["up"])

@@ -104,10 +104,9 @@ def confusion_reading(labels: Sequence[int], predicted: Sequence[int], classname
     """The confusion matrix of ``predicted`` against the true ``labels`` read in one sentence: its ``top`` largest
     off-diagonal cells (the share of the true class's images given to another class) and the classes whose recall is
     below twice chance (1 / the number of classes)."""
-    labels, predicted = np.asarray(labels), np.asarray(predicted)
     n = len(classnames)
     counts = np.zeros((n, n))
-    np.add.at(counts, (labels, predicted), 1)
+    np.add.at(counts, (np.asarray(labels), np.asarray(predicted)), 1)
     shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
     off = [(shares[t, p], t, p) for t in range(n) for p in range(n) if t != p and shares[t, p] > 0]
     largest = sorted(off, reverse=True)[:top]
