@@ -280,3 +280,9 @@ def test_the_learning_reading_sorts_metrics_by_their_gains_interval():
         "training lowered `down` below the random features."
     )
     assert "no gain has an interval" in report.learning_reading(trained[:1], untrained[:1], ["up"])
+    certain = [{**r, "metrics": {**r["metrics"], "top5": 1.0}} for r in trained]
+    sure = [{**r, "metrics": {**r["metrics"], "top5": 1.0}} for r in untrained]
+    assert report.learning_reading(certain, sure, ["up", "top5"]).endswith(
+        "above the untrained network (1 at 100% by construction, such as a top-5 accuracy over at most five classes, "
+        "left out)."
+    )

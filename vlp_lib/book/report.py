@@ -81,10 +81,15 @@ def gain_text(records: Sequence[dict], untrained: Sequence[dict], key: str, perc
 def learning_reading(records: Sequence[dict], untrained: Sequence[dict], keys: Sequence[str]) -> str:
     """Which of ``keys`` training has been shown to raise over the untrained networks (``gain_text``'s 95% t interval
     above zero), which it has not (the interval holds zero) and which it lowered (the interval below zero), as one
-    sentence read from the same numbers as the table; metrics the untrained records lack are left out."""
+    sentence read from the same numbers as the table; metrics the untrained records lack are left out, and metrics
+    at 100% in every run, trained or not, are counted apart (they cannot move)."""
     groups: dict[str, list[str]] = {"above": [], "holds": [], "below": []}
+    fixed = 0
     for key in keys:
         if not all(key in r["metrics"] for r in untrained) or not all(key in r["metrics"] for r in records):
+            continue
+        if all(r["metrics"][key] >= 1.0 for r in [*records, *untrained]):
+            fixed += 1  # at 100% by construction (a top-5 accuracy over at most five classes): nothing to gain
             continue
         gain = record_differences(records, untrained, key)
         mean, std = mean_std(gain)
@@ -97,19 +102,25 @@ def learning_reading(records: Sequence[dict], untrained: Sequence[dict], keys: S
         said += f"; the interval holds zero for {', '.join(groups['holds'])}"
     if groups["below"]:
         said += f"; training lowered {', '.join(groups['below'])} below the random features"
+    if fixed:
+        said += f" ({fixed} at 100% by construction, such as a top-5 accuracy over at most five classes, left out)"
     return said + "."
 
 
 def confusion_reading(labels: Sequence[int], predicted: Sequence[int], classnames: Sequence[str], top: int = 4) -> str:
     """The confusion matrix of ``predicted`` against the true ``labels`` read in one sentence: its ``top`` largest
-    off-diagonal cells (the share of the true class's images given to another class) and the classes whose recall is
-    below twice chance (1 / the number of classes)."""
+    off-diagonal cells (the share of the true class's images given to another class; and any cell tied with the last
+    of them at whole per cents) and the classes whose recall is below twice chance (1 / the number of classes)."""
     n = len(classnames)
     counts = np.zeros((n, n))
     np.add.at(counts, (np.asarray(labels), np.asarray(predicted)), 1)
     shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
-    off = [(shares[t, p], t, p) for t in range(n) for p in range(n) if t != p and shares[t, p] > 0]
-    largest = sorted(off, reverse=True)[:top]
+    off = sorted(
+        ((shares[t, p], t, p) for t in range(n) for p in range(n) if t != p and shares[t, p] > 0), reverse=True
+    )
+    largest = off[:top]
+    if largest:  # cells tied with the last one shown, at the shown precision, are shown too
+        largest += [c for c in off[top:] if round(100 * c[0]) == round(100 * largest[-1][0])]
     said = "Its largest confusions: " + "; ".join(
         f"{classnames[t]} read as {classnames[p]} ({100 * v:.0f}%)" for v, t, p in largest
     )
