@@ -342,6 +342,7 @@ def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path)
     assert shift.startswith(
         "the pilot missed the variants' costs per step both ways: against CLIP's runs, their runs came out +0% to +0% off"
     )
+    assert "Each against its own pilot run, in seconds per sample, CLIP's runs took" in shift
 
 
 def test_the_longer_calibration_times_a_trial_then_a_pilot(tmp_path, monkeypatch):

@@ -918,7 +918,8 @@ def cost_shift(
 ) -> str:
     """How far the variants' costs per step at ``LONGER`` times CLIP's seconds, as their runs took them against CLIP's
     runs at ``LONGER`` times the samples, fell from the ``pilot``'s (the calibration they followed), with the dearest
-    variant's ``trial`` cost beside, in one phrase; CLIP's pilot seconds beside its runs'."""
+    variant's ``trial`` cost beside, in one phrase; CLIP's pilot seconds beside its runs'; and each one's seconds per
+    sample against its own pilot run (CLIP's shift is the machine's pace over the session)."""
     timed = {
         v: records
         for v in variants
@@ -950,9 +951,16 @@ def cost_shift(
     )
     if trial is not None and example in trial.seconds_per_sample:
         text += f" and the trial's {trial.relative_cost(example):.2f}"
+    # the same shift in seconds per sample, each against its own pilot run: how much of it is the machine's pace over
+    # the session (CLIP's runs against its pilot) and how much the variants' own costs
+    own = {v: measured.seconds_per_sample[v] / pilot.seconds_per_sample[v] - 1 for v in timed}
+    clip_own = measured.seconds_per_sample[CLIP] / pilot.seconds_per_sample[CLIP] - 1
     return text + (
         f" times CLIP per step), and CLIP's pilot took {pilot.clip_seconds:.1f} s against {measured.clip_seconds:.1f} s "
-        f"in its runs ({100 * (pilot.clip_seconds / measured.clip_seconds - 1):+.0f}%)"
+        f"in its runs ({100 * (pilot.clip_seconds / measured.clip_seconds - 1):+.0f}%). Each against its own pilot run, "
+        f"in seconds per sample, CLIP's runs took {100 * clip_own:+.0f}% and the variants' "
+        f"{100 * min(own.values()):+.0f}% to {100 * max(own.values()):+.0f}%: the ratios mix the machine's pace over "
+        "the session with the variants' costs"
     )
 
 
