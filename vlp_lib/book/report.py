@@ -68,14 +68,20 @@ def gain_text(records: Sequence[dict], untrained: Sequence[dict], key: str, perc
     """The mean per-seed gain of ``records`` over their untrained networks on ``key``, with its 95% t interval (the mean
     alone for one seed): in pp for a fraction shown in percent ("+35.7 [+30.1, +41.3]"), else raw to three places for
     a score such as ARI ("+0.003 [-0.004, +0.010]")."""
-    gain = record_differences(records, untrained, key)
-    mean, std = mean_std(gain)
-    h = half_width(std, len(gain))
+    mean, h = gain_interval(records, untrained, key)
 
     def show(x: float) -> str:
         return f"{round(100 * x, 1) + 0.0:+.1f}" if percent else f"{round(x, 3) + 0.0:+.3f}"  # no "-0.0"
 
     return show(mean) + (f" [{show(mean - h)}, {show(mean + h)}]" if np.isfinite(h) else "")
+
+
+def gain_interval(records: Sequence[dict], untrained: Sequence[dict], key: str) -> tuple[float, float]:
+    """The mean per-seed gain of ``records`` over their untrained networks on ``key`` and the half-width of its 95% t
+    interval (infinite for one seed)."""
+    gain = record_differences(records, untrained, key)
+    mean, std = mean_std(gain)
+    return mean, half_width(std, len(gain))
 
 
 def learning_reading(records: Sequence[dict], untrained: Sequence[dict], keys: Sequence[str]) -> str:
@@ -91,11 +97,9 @@ def learning_reading(records: Sequence[dict], untrained: Sequence[dict], keys: S
         if all(r["metrics"][key] >= 1.0 for r in [*records, *untrained]):
             fixed += 1  # at 100% by construction (a top-5 accuracy over at most five classes): nothing to gain
             continue
-        gain = record_differences(records, untrained, key)
-        mean, std = mean_std(gain)
-        h = half_width(std, len(gain))
+        mean, h = gain_interval(records, untrained, key)
         if not np.isfinite(h):
-            return f"With {len(gain)} seed, no gain has an interval: each is one seed's difference."
+            return f"With {len(records)} seed, no gain has an interval: each is one seed's difference."
         groups["above" if mean - h > 0 else "below" if mean + h < 0 else "holds"].append(f"`{key}`")
     said = f"Training raised {len(groups['above'])} of the {sum(map(len, groups.values()))} metrics above the untrained network"
     if groups["holds"]:
@@ -111,10 +115,10 @@ def confusion_reading(labels: Sequence[int], predicted: Sequence[int], classname
     """The confusion matrix of ``predicted`` against the true ``labels`` read in one sentence: its ``top`` largest
     off-diagonal cells (the share of the true class's images given to another class; and any cell tied with the last
     of them at whole per cents) and the classes whose recall is below twice chance (1 / the number of classes)."""
+    from sklearn.metrics import confusion_matrix  # here, as in ``plots``: importing the report stays light
+
     n = len(classnames)
-    counts = np.zeros((n, n))
-    np.add.at(counts, (np.asarray(labels), np.asarray(predicted)), 1)
-    shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    shares = confusion_matrix(labels, predicted, labels=list(range(n)), normalize="true")  # a class without images: 0
     off = sorted(
         ((shares[t, p], t, p) for t in range(n) for p in range(n) if t != p and shares[t, p] > 0), reverse=True
     )
