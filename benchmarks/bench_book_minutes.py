@@ -25,7 +25,6 @@ The records' seconds were measured on the machines that made them (the manifest 
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import defaultdict
 from collections.abc import Mapping
@@ -35,7 +34,7 @@ from bench_runs import total_seconds
 
 from vlp_lib import runs
 from vlp_lib.book.audit import NOT_COMPARED, flat_fields
-from vlp_lib.book.release import RECORDS, RELEASE_DIR
+from vlp_lib.book.release import RECORDS, RELEASE_DIR, read_record
 from vlp_lib.papers import chapters
 from vlp_lib.run_config import RunConfig
 
@@ -91,7 +90,7 @@ def main() -> None:
     repeated = 0.0
     for kind in ("train", "untrained"):
         for path in sorted((RELEASE_DIR / RECORDS / kind).glob("*.json.gz")):
-            record = json.loads(gzip.decompress(path.read_bytes()))
+            record = read_record(path)
             config, seconds = record["config"], total_seconds(record.get("timings", {}))
             if kind == "untrained":
                 what = "untrained"

@@ -37,6 +37,7 @@ from typing import Any
 from bench_runs import release_records, total_seconds
 
 from vlp_lib import experiment, suite
+from vlp_lib.book import lineup
 from vlp_lib.book.release import RECORDS, RELEASE_DIR, environment, read_record
 from vlp_lib.eval import probes
 from vlp_lib.run_config import RunConfig
@@ -94,9 +95,7 @@ def main() -> None:
                 config = RunConfig.from_dict(record["config"])
                 made = experiment.run(config, progress=False, verbose=False)
                 rest = total_seconds(made["timings"]) - made["timings"]["evaluation"]
-                print(
-                    f"{kind}_training_s {made['timings']['training'] + made['timings'].get('episode_start', 0.0):.2f}"
-                )
+                print(f"{kind}_training_s {lineup.run_seconds(made):.2f}")
                 model, tokenizer = experiment.load_trained(made)
                 model.eval()
                 suite.evaluate_suite(model, tokenizer, config.eval)  # every task's images built before the timings

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# (script, arguments): sized so that the whole of `make bench` takes about 21 minutes on 2 cores
+# (script, arguments): sized so that the whole of `make bench` takes about 25 minutes on 2 cores
 SCRIPTS = [
     ("bench_recipe.py", ["--seconds", "60"]),  # recipe_gain, train_samples_per_s, mfu of the laptop recipe
     ("bench_overheads.py", []),  # trainer_overhead, protoclip_overhead, kmeans_share
@@ -23,7 +23,8 @@ SCRIPTS = [
     # each run kind's phases and evaluation's share; the book's projected minutes (about 5 minutes: DIME-FM's
     # student trains its teacher first)
     ("bench_runs.py", []),
-    # what evaluating less would save and change: two median runs trained, their suites timed six ways (about 4 min)
+    # what evaluating less would save and change: a learned run of CLIP and of ProtoCLIP trained, their suites timed six
+    # ways (about 8 minutes)
     ("bench_eval_cuts.py", []),
     ("bench_book_minutes.py", []),  # the release's minutes by the kind of run (a claim's, longer, untrained, other)
 ]
