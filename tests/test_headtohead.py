@@ -407,6 +407,59 @@ def test_rows_are_made_seed_by_seed(monkeypatch):
     assert made == [(CLIP, [0]), ("protoclip", [0]), (CLIP, [1]), ("protoclip", [1])]
 
 
+def test_runs_outside_five_percent_are_calibrated_again_from_themselves_and_made_again_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLP_RESULTS_DIR", str(tmp_path / "results"))
+    episode = chapter.CHAPTER_SCALES["smoke"]["episode_size"]
+    unit = chapter.unit_episodes("smoke") * episode  # CLIP's samples at the book's length
+
+    def runs_of(samples: int, seconds: float) -> list[dict]:
+        return [{"samples": samples, "seconds": seconds} for _ in (0, 1)]
+
+    # the first round: PyramidCLIP's half of CLIP's samples took 0.62 of its seconds, UniCL's run CLIP's seconds
+    first = Calibration({CLIP: 0.01, "pyramidclip": 0.02, "unicl": 0.01}, 0.01 * unit)
+    results = {
+        Row(CLIP): runs_of(unit, 0.01 * unit),
+        Row("pyramidclip", "seconds"): runs_of(unit // 2, 0.00625 * unit),
+        Row("unicl", "seconds"): runs_of(unit, 0.01 * unit),
+    }
+    made, discarded = [], []
+    monkeypatch.setattr(
+        chapter, "_records", lambda run, scale, seeds, **kw: made.append((run, list(seeds))) or [{"made": True}]
+    )
+    monkeypatch.setattr(
+        chapter.runs, "discard", lambda kind, config: discarded.append((config["method"], config["seed"]))
+    )
+    variants = [CLIP, "pyramidclip", "unicl"]
+    remade, corrected = chapter.correct_seconds(results, "smoke", [0, 1], variants, first, progress=False)
+    # the calibration the runs measured: PyramidCLIP at 1.25 times CLIP per sample, so 0.8 of CLIP's samples
+    assert corrected == chapter.achieved_calibration(results, variants)
+    assert corrected.relative_cost("pyramidclip") == pytest.approx(1.25) and corrected.clip_seconds == 0.01 * unit
+    assert chapter.saved_calibration("smoke", [0, 1]) == corrected
+    stored_first = chapter.saved_first("smoke", [0, 1])
+    assert stored_first is not None and stored_first.calibration == first
+    assert stored_first.ratios == pytest.approx({"pyramidclip": 0.625, "unicl": 1.0})
+    # every equal-seconds row and CLIP's made again, seed by seed, none loaded: the stored runs discarded first
+    pyramid = chapter.resolve(Row("pyramidclip", "seconds"), "smoke", corrected)
+    assert pyramid == Run("pyramidclip", round(0.8 * unit / episode))
+    assert [(run.variant, seeds) for run, seeds in made] == [
+        (v, [s]) for s in (0, 1) for v in (CLIP, "pyramidclip", "unicl")
+    ]
+    assert sorted(discarded) == sorted((m, s) for m in ("clip", "pyramidclip", "unicl") for s in (0, 1))
+    assert set(remade) == {Row(CLIP), Row("pyramidclip", "seconds"), Row("unicl", "seconds")}
+    # once only: a second round is refused, whatever the new ratios
+    with pytest.raises(ValueError, match="corrected once already"):
+        chapter.correct_seconds(results, "smoke", [0, 1], variants, corrected, progress=False)
+    # within ±5% everywhere: nothing stored, nothing made (another seed list is another record)
+    made.clear()
+    inside = {**results, Row("pyramidclip", "seconds"): runs_of(unit // 2, 0.0102 * unit)}
+    assert chapter.correct_seconds(inside, "smoke", [0, 2], variants, first, progress=False) == ({}, first)
+    assert made == [] and chapter.saved_calibration("smoke", [0, 2]) is None
+    # a smoke run's seconds measure nothing: the chapter corrects at laptop and paper scale only
+    assert (
+        not chapter.CHAPTER_SCALES["smoke"]["correct_seconds"] and chapter.CHAPTER_SCALES["laptop"]["correct_seconds"]
+    )
+
+
 def test_an_equal_seconds_claim_is_judged_only_within_five_percent(monkeypatch):
     # PyramidCLIP at 2.6 times CLIP per sample: CLIP's 2 episodes buy it 1 (0.77, rounded), which takes 1.3 times
     # CLIP's seconds: outside the rule's 5%, so not judged and out of the tested claims (and of the FDR family)
