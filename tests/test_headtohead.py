@@ -338,7 +338,8 @@ def test_every_claim_is_judged_again_at_the_longer_length(monkeypatch, tmp_path)
     assert table.loc[("ProtoCLIP", "equal samples"), "x CLIP's seconds"] == ""
     ratios = chapter.ratios_sentence(results, list(chapter.DEFAULT_VARIANTS), chapter.LONGER)
     assert ratios.startswith("7 of 7 variants' runs took CLIP's seconds within ±5% (ProtoCLIP 1.00, ")
-    shift = chapter.cost_shift(results, calibration, None, list(chapter.DEFAULT_VARIANTS))
+    measured = chapter.achieved_calibration(results, list(chapter.DEFAULT_VARIANTS), chapter.LONGER)
+    shift = chapter.cost_shift(measured, calibration, None)
     assert shift.startswith(
         "the pilot missed the variants' costs per step both ways: against CLIP's runs, their runs came out +0% to +0% off"
     )
@@ -446,6 +447,26 @@ def test_runs_outside_five_percent_are_calibrated_again_from_themselves_and_made
     ]
     assert sorted(discarded) == sorted((m, s) for m in ("clip", "pyramidclip", "unicl") for s in (0, 1))
     assert set(remade) == {Row(CLIP), Row("pyramidclip", "seconds"), Row("unicl", "seconds")}
+    assert chapter.first_calibration("smoke", [0, 1]) == first
+    assert chapter.first_ratios_sentence(stored_first) == (
+        "1 of 2 variants' first runs took CLIP's seconds within ±5% (UniCL (r = 0.5) 1.00); the other 1 took 0.62 "
+        "times them (PyramidCLIP 0.62)"
+    )
+    remade_results = {**results, **{row: runs_of(unit, 0.01 * unit) for row in remade}}
+    text = chapter.correction_text(stored_first, remade_results, variants)
+    assert text.startswith("By it, 1 of 2 variants' first runs took") and text.endswith(
+        "After it, 2 of 2 variants' runs took CLIP's seconds within ±5% (PyramidCLIP 1.00, UniCL (r = 0.5) 1.00)."
+    )
+    assert chapter.correction_text(None, remade_results, variants).endswith(
+        "no second round was made (the rule "
+        "makes one only where a run missed by more than 5%, in the session that measured the calibration)."
+    )
+    # whole episodes: 0.8 of CLIP's 2 episodes rounds to 2, at 1.25 of its seconds by the calibration
+    assert chapter.episode_misses(corrected, "smoke", variants) == (
+        "By the calibration its runs follow, whole episodes cannot come within ±5% of the target for 1 variant (the "
+        "nearest count, and its seconds over the target: PyramidCLIP: 2 episodes, 1.25)."
+    )
+    assert chapter.episode_misses(first, "smoke", variants).startswith("By the calibration its runs follow, every")
     # once only: a second round is refused, whatever the new ratios
     with pytest.raises(ValueError, match="corrected once already"):
         chapter.correct_seconds(results, "smoke", [0, 1], variants, corrected, progress=False)
@@ -491,7 +512,10 @@ def test_without_runs_every_claim_reaches_the_scorecard_as_not_run():
     ours = card[card["paper"] == "Head to head"].set_index("id")
     assert set(ours.index) == {c.id for c in chapter.CLAIMS}
     assert (ours["verdict"] == "not run").all()
-    assert all(rule in chapter.RULES for rule in [chapter.CALIBRATION_RULE])
+    assert all(
+        rule in chapter.RULES
+        for rule in [chapter.CALIBRATION_RULE, chapter.LONGER_SECONDS_RULE, chapter.CORRECTION_RULE]
+    )
 
 
 def test_the_page_says_when_clip_has_barely_learned(monkeypatch):
