@@ -453,11 +453,22 @@ def test_runs_outside_five_percent_are_calibrated_again_from_themselves_and_made
         "times them (PyramidCLIP 0.62)"
     )
     remade_results = {**results, **{row: runs_of(unit, 0.01 * unit) for row in remade}}
-    text = chapter.correction_text(stored_first, remade_results, variants)
-    assert text.startswith("By it, 1 of 2 variants' first runs took") and text.endswith(
+    text = chapter.correction_text(stored_first, remade_results, variants, corrected, "smoke")
+    assert text.startswith("By it, 1 of 2 variants' first runs took") and (
         "After it, 2 of 2 variants' runs took CLIP's seconds within ±5% (PyramidCLIP 1.00, UniCL (r = 0.5) 1.00)."
+        in text
     )
-    assert chapter.correction_text(None, remade_results, variants).endswith(
+    # UniCL trained the same 2 episodes in both rounds; CLIP's runs took what they took before: no pace to blame
+    assert text.endswith(
+        "CLIP's runs took 1.3 s in the first round and 1.3 s in the second (+0%); where a variant trained the same "
+        "episodes in both rounds, its ratio moved too (UniCL (r = 0.5) 1.00 then 1.00)."
+    )
+    slower = {**remade_results, Row(CLIP): runs_of(unit, 0.012 * unit)}
+    assert chapter.correction_text(stored_first, slower, variants, corrected, "smoke").endswith(
+        "(+20%); where a variant trained the same episodes in both rounds, its ratio moved too (UniCL (r = 0.5) 1.00 "
+        "then 0.83). On this machine a window of ±5% is narrower than the pace of one session against another."
+    )
+    assert chapter.correction_text(None, remade_results, variants, first, "smoke").endswith(
         "no second round was made (the rule "
         "makes one only where a run missed by more than 5%, in the session that measured the calibration)."
     )

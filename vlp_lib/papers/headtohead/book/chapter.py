@@ -1040,28 +1040,60 @@ def first_ratios_sentence(first: FirstRound) -> str:
 
 
 def correction_text(
-    first: FirstRound | None, results: Mapping[Row, Sequence[dict]], variants: Sequence[str], factor: float = 1.0
+    first: FirstRound | None,
+    results: Mapping[Row, Sequence[dict]],
+    variants: Sequence[str],
+    calibration: Calibration,
+    scale: str,
+    data: Data = WORLD,
+    factor: float = 1.0,
 ) -> str:
     """What the calibration at ``factor`` (1, or ``LONGER``) gave, and the second round where ``CORRECTION_RULE`` made
-    one (``first``: ``saved_first``), in a paragraph the page prints."""
+    one (``first``: ``saved_first``; ``calibration``: the one the runs follow), in a paragraph the page prints: with
+    how far the same configs' seconds moved between the rounds (CLIP's, and each variant's that trained the same
+    episodes in both)."""
     now = ratios_sentence(results, variants, factor)
     if first is None:
         return (
             f"By it, {now}; no second round was made (the rule makes one only where a run missed by more than 5%, "
             "in the session that measured the calibration)."
         )
-    return (
+    text = (
         f"By it, {first_ratios_sentence(first)}. So, by the rule for a second round (on the scorecard), the "
         "calibration was measured once more from those runs as they took them, and every equal-seconds run at this "
         "length was made again at the whole episodes it fits, in one session, seed by seed beside CLIP's runs made "
         "again. A run trains the same numbers on one machine kind, so CLIP's accuracies did not move; seconds alone "
         f"chose the lengths, and the rule allows one second round, whatever it gives. After it, {now}."
     )
+    # the same configs in both rounds: CLIP's runs (the first round's mean is the second calibration's target), and
+    # the variants whose whole episodes did not change
+    clip_now = float(np.mean([r["seconds"] for r in results[Row(CLIP, "samples", factor)]]))
+    shift = clip_now / calibration.clip_seconds - 1
+    ratios = seconds_ratios(results, variants, factor)
+    same = [
+        v
+        for v in ratios
+        if v in first.ratios
+        and v in first.calibration.seconds_per_sample
+        and resolve(Row(v, "seconds", factor), scale, first.calibration, data)
+        == resolve(Row(v, "seconds", factor), scale, calibration, data)
+    ]
+    text += (
+        f" The same configs timed again show the machine's pace: CLIP's runs took {calibration.clip_seconds:.1f} s in "
+        f"the first round and {clip_now:.1f} s in the second ({100 * shift:+.0f}%)"
+    )
+    if same:
+        moved = ", ".join(f"{VARIANTS[v].label} {first.ratios[v]:.2f} then {ratios[v]:.2f}" for v in same)
+        text += f"; where a variant trained the same episodes in both rounds, its ratio moved too ({moved})"
+    if abs(shift) > 0.05:
+        text += ". On this machine a window of ±5% is narrower than the pace of one session against another"
+    return text + "."
 
 
 def _ratios_text(ratios: Mapping[str, float], name_outside: bool, whose: str = "runs") -> str:
     if not ratios:
         return "no equal-seconds runs at this length"
+    ratios = {v: ratios[v] for v in sorted(ratios, key=list(VARIANTS).index)}  # the line-up's order
     inside = {v: r for v, r in ratios.items() if report.equal_seconds(r)}
     outside = {v: r for v, r in ratios.items() if v not in inside}
     named = ", ".join(f"{VARIANTS[v].label} {r:.2f}" for v, r in inside.items())
