@@ -472,6 +472,7 @@ def test_runs_outside_five_percent_are_calibrated_again_from_themselves_and_made
         "no second round was made (the rule "
         "makes one only where a run missed by more than 5%, in the session that measured the calibration)."
     )
+    assert "left out" in chapter.drift_note(stored_first) and "the drift" in chapter.drift_note(None)
     # whole episodes: 0.8 of CLIP's 2 episodes rounds to 2, at 1.25 of its seconds by the calibration
     assert chapter.episode_misses(corrected, "smoke", variants) == (
         "By the calibration its runs follow, whole episodes cannot come within ±5% of the target for 1 variant (the "

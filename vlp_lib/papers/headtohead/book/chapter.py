@@ -654,6 +654,20 @@ def first_calibration(scale: str, seeds: Sequence[int], data: Data = WORLD, leng
     return first.calibration if first is not None else stored_calibration(scale, seeds, data, length)
 
 
+def drift_note(first: FirstRound | None) -> str:
+    """What the page's second table at the book's length shows, or why it is left out (``first``: ``saved_first``)."""
+    if first is None:
+        return (
+            "The second table compares the stored calibration with the speeds this store's equal-samples runs measure "
+            "(identical where one session made both; after a re-make elsewhere, the drift)."
+        )
+    return (
+        "The equal-samples rows are shown without a ratio: CLIP's runs were timed again in the second round and theirs "
+        "were not, so a ratio would read two sessions' paces (and the table of the calibration's drift, which compares "
+        "the same sessions' runs, is left out)."
+    )
+
+
 def episode_misses(calibration: Calibration, scale: str, variants: Sequence[str], data: Data = WORLD) -> str:
     """The variants whose whole episodes cannot take the target within ±5% by ``calibration`` (their count is the
     nearest, ``Calibration.episodes``; its seconds by the calibration over the target), in one sentence."""
@@ -815,10 +829,11 @@ def correct_seconds(
 
 
 def remeasured(scale: str = "laptop") -> str:
-    """The stored calibration of the chapter's seeds on the world beside the speeds its stored equal-samples runs
-    measure (``calibration_drift``), as text; what is missing, said."""
+    """The calibration the chapter's first equal-seconds runs on the world followed (``first_calibration``: measured
+    from equal-samples runs) beside the speeds its stored equal-samples runs measure (``calibration_drift``), as text;
+    what is missing, said."""
     seeds = resolve_seeds(scale, None)
-    saved, measured = saved_calibration(scale, seeds), measured_calibration(scale, seeds)
+    saved, measured = first_calibration(scale, seeds), measured_calibration(scale, seeds)
     if saved is None or measured is None:
         return "head to head: no stored calibration or no equal-samples runs to measure it again"
     return "head to head, the equal-seconds calibration:\n" + calibration_drift(saved, measured).to_string()
@@ -977,15 +992,20 @@ def summary_table(
 
 
 def seconds_table(
-    results: Mapping[Row, Sequence[dict]], calibration: Calibration, variants: Sequence[str], factor: float = 1.0
+    results: Mapping[Row, Sequence[dict]],
+    calibration: Calibration,
+    variants: Sequence[str],
+    factor: float = 1.0,
+    retimed: bool = False,
 ) -> pd.DataFrame:
     """The equal-seconds runs at the book's length (``factor`` 1) or at ``LONGER`` times it (``calibration``: that
     length's): per variant, the samples it trained, the seconds its runs took (mean ± std over seeds) beside the
     target (CLIP's mean seconds at equal samples, as the calibration measured it), the achieved ratio (the variant's
     mean seconds over CLIP's, both as these runs took them: what ``report.EQUAL_SECONDS_RULE`` reads) and whether it is
     within ±5% (its claim is judged only then, and only where CLIP has learned); its equal-samples runs for comparison
-    (at the longer length without a ratio: made in another session than CLIP's timed runs). Variants without runs at
-    that length are left out."""
+    (without a ratio at the longer length, and where ``retimed``, CLIP's runs timed again by a second round
+    (``CORRECTION_RULE``): made in another session than CLIP's timed runs). Variants without runs at that length are
+    left out."""
     clip_records = results[Row(CLIP, "samples", factor)]
     lines = []
     for v in variants:
@@ -997,7 +1017,7 @@ def seconds_table(
             ratio = seconds_over(records, clip_records)
             timed = budget == "equal seconds" or v == CLIP
             # at the longer length the equal-samples runs were made in another session than CLIP's timed runs: no ratio
-            other_session = factor != 1.0 and not timed
+            other_session = (factor != 1.0 or retimed) and not timed
             lines.append(
                 {
                     "variant": VARIANTS[v].label,
