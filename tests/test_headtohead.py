@@ -430,6 +430,7 @@ def test_runs_outside_five_percent_are_calibrated_again_from_themselves_and_made
     monkeypatch.setattr(
         chapter.runs, "discard", lambda kind, config: discarded.append((config["method"], config["seed"]))
     )
+    monkeypatch.setattr(chapter.experiment, "stored", lambda config: None)  # no CLIP run stored to compare with
     variants = [CLIP, "pyramidclip", "unicl"]
     remade, corrected = chapter.correct_seconds(results, "smoke", [0, 1], variants, first, progress=False)
     # the calibration the runs measured: PyramidCLIP at 1.25 times CLIP per sample, so 0.8 of CLIP's samples
@@ -458,15 +459,27 @@ def test_runs_outside_five_percent_are_calibrated_again_from_themselves_and_made
         "After it, 2 of 2 variants' runs took CLIP's seconds within ±5% (PyramidCLIP 1.00, UniCL (r = 0.5) 1.00)."
         in text
     )
-    # UniCL trained the same 2 episodes in both rounds; CLIP's runs took what they took before: no pace to blame
+    # UniCL trained the same 2 episodes in both rounds; CLIP's runs took what they took before
     assert text.endswith(
-        "CLIP's runs took 1.3 s in the first round and 1.3 s in the second (+0%); where a variant trained the same "
-        "episodes in both rounds, its ratio moved too (UniCL (r = 0.5) 1.00 then 1.00)."
+        "took 1.3 s in the first round and 1.3 s in the second (+0%); the variants that trained the same episodes in "
+        "both rounds took UniCL (r = 0.5) 1.3 then 1.3 s, so their ratios moved with CLIP's seconds. Against the "
+        "target (CLIP's first-round seconds) 2 of 2 variants' runs took within ±5% of it."
     )
+    # CLIP's runs a fifth slower in the second round: the variants' ratios fall with it, not their seconds
     slower = {**remade_results, Row(CLIP): runs_of(unit, 0.012 * unit)}
     assert chapter.correction_text(stored_first, slower, variants, corrected, "smoke").endswith(
-        "(+20%); where a variant trained the same episodes in both rounds, its ratio moved too (UniCL (r = 0.5) 1.00 "
-        "then 0.83). On this machine a window of ±5% is narrower than the pace of one session against another."
+        "(+20%); the variants that trained the same episodes in both rounds took UniCL (r = 0.5) 1.3 then 1.3 s, so "
+        "their ratios moved with CLIP's seconds. Against the target (CLIP's first-round seconds) 2 of 2 variants' "
+        "runs took within ±5% of it. CLIP's own timing moved by more than the rule's window between two sessions, and "
+        "the rule reads the seconds beside it."
+    )
+    assert chapter.miss_side(slower, variants) == (
+        "Every run outside the window had fewer seconds than CLIP's (0.83 times them): a gain there is the variant's "
+        "despite them, a loss may be those seconds'."
+    )
+    assert chapter.miss_side(remade_results, variants) == ""
+    assert chapter.costs_against(corrected, first) == (
+        "-38% to +0% of the pilot's (PyramidCLIP 1.25 against 2.00 times CLIP per step)"  # the first is the dearest
     )
     assert chapter.correction_text(None, remade_results, variants, first, "smoke").endswith(
         "no second round was made (the rule "
@@ -479,6 +492,16 @@ def test_runs_outside_five_percent_are_calibrated_again_from_themselves_and_made
         "nearest count, and its seconds over the target: PyramidCLIP: 2 episodes, 1.25)."
     )
     assert chapter.episode_misses(first, "smoke", variants).startswith("By the calibration its runs follow, every")
+    # CLIP's runs made again must train the numbers of the runs they replace (only their seconds are new)
+    monkeypatch.setattr(chapter.experiment, "stored", lambda config: {"metrics": {"a": 1.0, "train_samples_per_s": 9}})
+    monkeypatch.setattr(
+        chapter, "_records", lambda run, scale, seeds, **kw: [{"metrics": {"a": 1.0, "train_samples_per_s": 7}}]
+    )
+    assert chapter._metrics({"metrics": {"a": 1.0, "train_samples_per_s": 7}}) == {"a": 1.0}
+    chapter.correct_seconds(results, "smoke", [0, 3], variants, first, progress=False)
+    monkeypatch.setattr(chapter, "_records", lambda run, scale, seeds, **kw: [{"metrics": {"a": 0.5}}])
+    with pytest.raises(RuntimeError, match="trained other numbers"):
+        chapter.correct_seconds(results, "smoke", [0, 4], variants, first, progress=False)
     # once only: a second round is refused, whatever the new ratios
     with pytest.raises(ValueError, match="corrected once already"):
         chapter.correct_seconds(results, "smoke", [0, 1], variants, corrected, progress=False)
