@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# (script, arguments): sized so that the whole of `make bench` takes about 25 minutes on 2 cores
+# (script, arguments): sized so that the whole of `make bench` takes about 30 minutes on 2 cores
 SCRIPTS = [
     ("bench_recipe.py", ["--seconds", "60"]),  # recipe_gain, train_samples_per_s, mfu of the laptop recipe
     ("bench_overheads.py", []),  # trainer_overhead, protoclip_overhead, kmeans_share
@@ -26,7 +26,9 @@ SCRIPTS = [
     # what evaluating less would save and change: a learned run of CLIP and of ProtoCLIP trained, their suites timed six
     # ways (about 8 minutes)
     ("bench_eval_cuts.py", []),
-    ("bench_book_minutes.py", []),  # the release's minutes by the kind of run (a claim's, longer, untrained, other)
+    ("bench_book_minutes.py", []),
+    # CLIP's equal-samples run of the head to head timed first, after itself and after two variants (about 4 minutes)
+    ("bench_run_order.py", []),  # the release's minutes by the kind of run (a claim's, longer, untrained, other)
 ]
 HEADLINE = (
     "recipe_gain",
